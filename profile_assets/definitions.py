@@ -1,0 +1,17 @@
+"""The code location: every asset, check, sensor and resource in one ``Definitions``."""
+
+from __future__ import annotations
+
+from dagster import Definitions, in_process_executor
+
+from profile_assets.raw_events import raw_events
+from profile_assets.raw_events_checks import raw_events_checks
+from resources import resources_from_env
+
+defs = Definitions(
+    assets=[raw_events],
+    asset_checks=raw_events_checks,
+    resources=resources_from_env(),
+    # One Spark session per run: steps share it instead of each starting a JVM.
+    executor=in_process_executor,
+)

@@ -1,0 +1,148 @@
+"""Asset checks on ``raw_events``: Great Expectations suites over the clean partition.
+
+They are blocking: a partition that breaks its schema, ids or time window must not flow into
+sketches and profiles.
+"""
+
+from datetime import date
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    Config,
+    MetadataValue,
+    asset_check,
+)
+from dagster_pyspark import LazyPySparkResource
+from pydantic import Field
+
+from profile_assets.partitions import daily_partitions
+from profile_assets.raw_events import raw_events
+from profile_store.events import expectations
+from profile_store.lake_layout import events_day, quarantine_day
+from resources.lake import LakeResource
+
+
+def _partition(context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource):
+    day = date.fromisoformat(context.partition_key)
+    return day, spark.spark_session.read.parquet(lake.storage().spark_uri(events_day(day)))
+
+
+def _suite_result(outcome: expectations.SuiteOutcome) -> AssetCheckResult:
+    return AssetCheckResult(
+        passed=outcome.success,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={
+            "failed_expectations": MetadataValue.json(outcome.failed),
+            "expectations": MetadataValue.json(outcome.expectations),
+        },
+    )
+
+
+@asset_check(
+    asset=raw_events,
+    partitions_def=daily_partitions,
+    blocking=True,
+    description="Columns and their order are exactly the clean event schema (GE).",
+)
+def raw_events_schema(
+    context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
+) -> AssetCheckResult:
+    _, df = _partition(context, spark, lake)
+    return _suite_result(
+        expectations.run_suite(df, "raw_events_schema", expectations.schema_expectations())
+    )
+
+
+@asset_check(
+    asset=raw_events,
+    partitions_def=daily_partitions,
+    blocking=True,
+    description="event_id, app_id, user_id and id_type are present; event_id is unique (GE).",
+)
+def raw_events_ids(
+    context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
+) -> AssetCheckResult:
+    _, df = _partition(context, spark, lake)
+    return _suite_result(
+        expectations.run_suite(df, "raw_events_ids", expectations.id_expectations())
+    )
+
+
+@asset_check(
+    asset=raw_events,
+    partitions_def=daily_partitions,
+    blocking=True,
+    description="Every event_time lies inside the partition's UTC day (GE).",
+)
+def raw_events_time_in_day(
+    context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
+) -> AssetCheckResult:
+    day, df = _partition(context, spark, lake)
+    return _suite_result(
+        expectations.run_suite(
+            df, "raw_events_time_in_day", expectations.event_time_expectations(day)
+        )
+    )
+
+
+@asset_check(
+    asset=raw_events,
+    partitions_def=daily_partitions,
+    blocking=True,
+    description="Every event has a non-empty event_type (GE).",
+)
+def raw_events_event_type(
+    context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
+) -> AssetCheckResult:
+    _, df = _partition(context, spark, lake)
+    return _suite_result(
+        expectations.run_suite(df, "raw_events_event_type", expectations.event_type_expectations())
+    )
+
+
+class QuarantineShareConfig(Config):
+    max_share: float = Field(
+        default=0.02, description="Largest acceptable share of received rows quarantined."
+    )
+
+
+@asset_check(
+    asset=raw_events,
+    partitions_def=daily_partitions,
+    blocking=True,
+    description="The share of the day's received rows sent to quarantine stays under a limit.",
+)
+def raw_events_quarantine_share(
+    context: AssetCheckExecutionContext,
+    config: QuarantineShareConfig,
+    spark: LazyPySparkResource,
+    lake: LakeResource,
+) -> AssetCheckResult:
+    day = date.fromisoformat(context.partition_key)
+    storage = lake.storage()
+    session = spark.spark_session
+    clean = session.read.parquet(storage.spark_uri(events_day(day))).count()
+    quarantined = session.read.parquet(storage.spark_uri(quarantine_day(day))).count()
+    total = clean + quarantined
+    share = quarantined / total if total else 0.0
+    return AssetCheckResult(
+        passed=share <= config.max_share,
+        severity=AssetCheckSeverity.ERROR,
+        metadata={
+            "quarantine_share": round(share, 6),
+            "max_share": config.max_share,
+            "quarantined_rows": quarantined,
+            "clean_rows": clean,
+        },
+    )
+
+
+raw_events_checks = [
+    raw_events_schema,
+    raw_events_ids,
+    raw_events_time_in_day,
+    raw_events_event_type,
+    raw_events_quarantine_share,
+]

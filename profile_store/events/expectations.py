@@ -1,0 +1,104 @@
+"""Great Expectations suites for a clean event partition, validated in Spark.
+
+Each suite answers one question a downstream consumer relies on (the schema, the ids, the time
+window, the event names), so each becomes one asset check with its own pass/fail in the UI.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from datetime import date
+
+import great_expectations as gx
+from pyspark.sql import DataFrame
+
+from profile_store.events.schema import EVENT_COLUMNS, ID_TYPES
+from profile_store.events.validation import day_bounds
+
+
+@dataclass
+class SuiteOutcome:
+    """The verdict of one suite, with each expectation's figures for the check's metadata."""
+
+    success: bool
+    expectations: list[dict] = field(default_factory=list)
+
+    @property
+    def failed(self) -> list[str]:
+        return [e["expectation"] for e in self.expectations if not e["success"]]
+
+
+@functools.lru_cache(maxsize=1)
+def _spark_batch_definition():
+    context = gx.get_context(mode="ephemeral")
+    context.variables.progress_bars = gx.data_context.types.base.ProgressBarsConfig(globally=False)
+    asset = context.data_sources.add_spark("lake").add_dataframe_asset("raw_events")
+    return asset.add_batch_definition_whole_dataframe("partition")
+
+
+def run_suite(df: DataFrame, name: str, expectations: list) -> SuiteOutcome:
+    """Validate ``df`` against ``expectations`` in Spark and summarise the result."""
+    batch_definition = _spark_batch_definition()  # first: a suite needs a current GE context
+    suite = gx.ExpectationSuite(name=name)
+    for expectation in expectations:
+        suite.add_expectation(expectation)
+    batch = batch_definition.get_batch(batch_parameters={"dataframe": df})
+    result = batch.validate(suite)
+    outcomes = []
+    for item in result.results:
+        config = item.expectation_config
+        details = {k: v for k, v in item.result.items() if k in _REPORTED_FIGURES}
+        outcomes.append(
+            {
+                "expectation": config.type,
+                "column": config.kwargs.get("column"),
+                "success": bool(item.success),
+                **details,
+            }
+        )
+    return SuiteOutcome(success=bool(result.success), expectations=outcomes)
+
+
+_REPORTED_FIGURES = (
+    "element_count",
+    "unexpected_count",
+    "unexpected_percent",
+    "observed_value",
+    "partial_unexpected_list",
+)
+
+
+def schema_expectations() -> list:
+    return [gx.expectations.ExpectTableColumnsToMatchOrderedList(column_list=list(EVENT_COLUMNS))]
+
+
+def id_expectations() -> list:
+    return [
+        *[
+            gx.expectations.ExpectColumnValuesToNotBeNull(column=column)
+            for column in ("event_id", "app_id", "user_id", "id_type")
+        ],
+        gx.expectations.ExpectColumnValuesToBeUnique(column="event_id"),
+        gx.expectations.ExpectColumnValuesToBeInSet(column="id_type", value_set=list(ID_TYPES)),
+    ]
+
+
+def event_time_expectations(day: date) -> list:
+    start, end = day_bounds(day)
+    return [
+        gx.expectations.ExpectColumnValuesToNotBeNull(column="event_time"),
+        gx.expectations.ExpectColumnValuesToBeBetween(
+            column="event_time",
+            min_value=start.replace(tzinfo=None),
+            max_value=end.replace(tzinfo=None),
+            strict_max=True,
+        ),
+    ]
+
+
+def event_type_expectations() -> list:
+    return [
+        gx.expectations.ExpectColumnValuesToNotBeNull(column="event_type"),
+        gx.expectations.ExpectColumnValueLengthsToBeBetween(column="event_type", min_value=1),
+    ]

@@ -1,0 +1,51 @@
+"""The Spark resource: local mode on a laptop, a cluster by configuration.
+
+dagster-pyspark's ``LazyPySparkResource`` is used as is; this module only decides its
+configuration, so that tests, the demo and ``dagster dev`` run Spark the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+from dagster_pyspark import LazyPySparkResource
+
+
+def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) -> dict[str, str]:
+    """Settings every session needs, whatever the master: UTC days and native sketch bytes."""
+    return {
+        "spark.master": master,
+        "spark.app.name": "adtech-profiles",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.sql.adaptive.enabled": "true",
+        "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "false",
+    }
+
+
+def spark_config_from_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``SPARK_MASTER`` picks the cluster; ``SPARK_CONF_JSON`` adds or overrides any setting."""
+    env = dict(os.environ if env is None else env)
+    config = local_spark_config(
+        master=env.get("SPARK_MASTER", "local[*]"),
+        shuffle_partitions=int(env.get("SPARK_SHUFFLE_PARTITIONS", "8")),
+    )
+    if not config["spark.master"].startswith("local"):
+        config["spark.ui.enabled"] = "true"
+    extra = env.get("SPARK_CONF_JSON")
+    if extra:
+        try:
+            overrides = json.loads(extra)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"SPARK_CONF_JSON: not valid JSON ({error})") from error
+        if not isinstance(overrides, dict):
+            raise ValueError("SPARK_CONF_JSON: expected a JSON object of Spark settings")
+        config.update({str(k): str(v) for k, v in overrides.items()})
+    return config
+
+
+def spark_resource_from_env(env: dict[str, str] | None = None) -> LazyPySparkResource:
+    return LazyPySparkResource(spark_config=spark_config_from_env(env))

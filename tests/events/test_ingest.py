@@ -1,0 +1,143 @@
+"""Ingesting one landing day: clean rows in, bad rows quarantined with a reason, re-runs exact."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import date
+
+import pytest
+
+from profile_store.events.ingest import NoLandingData, ingest_day
+from profile_store.events.validation import ValidationRules
+from profile_store.lake_layout import landing_day
+from profile_store.lake_storage import LocalLakeStorage
+
+DAY = date(2026, 11, 1)
+
+
+def event(event_id: str, **overrides) -> dict:
+    row = {
+        "event_id": event_id,
+        "app_id": "com.shop",
+        "user_id": f"u-{event_id}",
+        "id_type": "cookie",
+        "event_time": "2026-11-01T10:00:00.000Z",
+        "event_type": "purchase",
+        "event_attributes": {"color": "red"},
+        "member_id": None,
+        "alt_ids": {},
+        "ip": "10.0.0.1",
+        "user_agent": "ua",
+    }
+    row.update(overrides)
+    return row
+
+
+def write_landing(root, lines: list[str], name: str = "part-00000.jsonl.gz") -> None:
+    path = root / landing_day(DAY) / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt") as out:
+        out.write("\n".join(lines) + "\n")
+
+
+def lines(*rows: dict) -> list[str]:
+    return [json.dumps(r) for r in rows]
+
+
+BAD_ROWS = {
+    "malformed_record": '{"event_id": "m1", "event_attributes": ["not", "a", "map"]}',
+    "missing_event_id": json.dumps(event("")),
+    "missing_app_id": json.dumps(event("a1", app_id=None)),
+    "missing_user_id": json.dumps({k: v for k, v in event("u1").items() if k != "user_id"}),
+    "invalid_id_type": json.dumps(event("i1", id_type="imei")),
+    "empty_event_type": json.dumps(event("e1", event_type="")),
+    "unparseable_event_time": json.dumps(event("t1", event_time="yesterday")),
+    "event_time_outside_day": json.dumps(event("t2", event_time="2026-11-02T00:00:00.000Z")),
+    "oversized_attributes": json.dumps(
+        event("o1", event_attributes={f"k{i}": "v" for i in range(101)})
+    ),
+}
+
+
+@pytest.fixture
+def storage(tmp_path):
+    return LocalLakeStorage(tmp_path)
+
+
+def test_clean_rows_land_in_the_day_partition(spark, storage, tmp_path):
+    write_landing(tmp_path, lines(event("1"), event("2")))
+    summary = ingest_day(spark, storage, DAY)
+    rows = spark.read.parquet(summary.events_uri).orderBy("event_id").collect()
+    assert [r.event_id for r in rows] == ["1", "2"]
+    assert rows[0].event_attributes == {"color": "red"}
+    assert summary.clean_rows == 2 and summary.quarantined_rows == 0
+
+
+def test_every_bad_row_is_quarantined_with_its_reason(spark, storage, tmp_path):
+    write_landing(tmp_path, [*BAD_ROWS.values(), json.dumps(event("good"))])
+    summary = ingest_day(spark, storage, DAY)
+    assert summary.quarantined_by_reason == {reason: 1 for reason in BAD_ROWS}
+    quarantined = spark.read.parquet(summary.quarantine_uri).collect()
+    assert sorted(r.reason for r in quarantined) == sorted(BAD_ROWS)
+    assert all(r.raw for r in quarantined)
+    assert summary.clean_rows == 1
+
+
+def test_received_rows_equal_clean_plus_quarantined_plus_duplicates(spark, storage, tmp_path):
+    write_landing(tmp_path, [*BAD_ROWS.values(), *lines(event("1"), event("1"), event("2"))])
+    s = ingest_day(spark, storage, DAY)
+    assert s.received_rows == s.clean_rows + s.quarantined_rows + s.duplicates_dropped
+    assert s.duplicates_dropped == 1
+
+
+def test_duplicate_event_ids_across_files_keep_one_row(spark, storage, tmp_path):
+    write_landing(tmp_path, lines(event("1")), "part-00000.jsonl.gz")
+    write_landing(tmp_path, lines(event("1"), event("2")), "part-00001.jsonl.gz")
+    summary = ingest_day(spark, storage, DAY)
+    assert summary.clean_rows == 2
+    assert summary.duplicates_dropped == 1
+
+
+def test_rematerializing_a_day_replaces_it_exactly(spark, storage, tmp_path):
+    write_landing(tmp_path, lines(event("1"), event("2"), event("3")))
+    ingest_day(spark, storage, DAY)
+    write_landing(tmp_path, lines(event("1"), event("4")))
+    summary = ingest_day(spark, storage, DAY)
+    ids = sorted(r.event_id for r in spark.read.parquet(summary.events_uri).collect())
+    assert ids == ["1", "4"]
+
+
+def test_time_with_offset_and_without_millis_is_accepted(spark, storage, tmp_path):
+    write_landing(
+        tmp_path,
+        lines(
+            event("1", event_time="2026-11-01T10:00:00Z"),
+            event("2", event_time="2026-11-01T12:00:00.000+02:00"),
+        ),
+    )
+    summary = ingest_day(spark, storage, DAY)
+    assert summary.clean_rows == 2
+    assert str(summary.min_event_time) == "2026-11-01 10:00:00"
+
+
+def test_a_day_without_landing_files_is_an_error_that_names_it(spark, storage):
+    with pytest.raises(NoLandingData, match="2026-11-01"):
+        ingest_day(spark, storage, DAY)
+
+
+def test_markers_are_not_read_as_data(spark, storage, tmp_path):
+    write_landing(tmp_path, lines(event("1")))
+    (tmp_path / landing_day(DAY) / "_SUCCESS").write_text("")
+    assert ingest_day(spark, storage, DAY).clean_rows == 1
+
+
+def test_attribute_limits_are_configurable(spark, storage, tmp_path):
+    write_landing(tmp_path, lines(event("1", event_attributes={"a": "1", "b": "2", "c": "3"})))
+    summary = ingest_day(spark, storage, DAY, ValidationRules(max_attributes=2))
+    assert summary.quarantined_by_reason == {"oversized_attributes": 1}
+
+
+def test_invalid_rules_are_rejected_with_the_field_name():
+    with pytest.raises(ValueError, match="max_attributes"):
+        ValidationRules(max_attributes=0)

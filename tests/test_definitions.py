@@ -1,0 +1,91 @@
+"""The code location loads, and raw_events materializes a day end to end with its checks."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from datetime import date
+
+from dagster import DagsterInstance, materialize
+
+from profile_assets.definitions import defs
+from profile_assets.raw_events import raw_events
+from profile_assets.raw_events_checks import raw_events_checks
+from profile_store.lake_layout import landing_day
+from resources.lake import LakeResource
+from resources.spark import spark_resource_from_env
+
+DAY = "2026-11-03"
+
+
+def landing_rows(count: int, bad: int = 0) -> list[str]:
+    rows = [
+        {
+            "event_id": f"e{i}",
+            "app_id": "com.shop",
+            "user_id": f"u{i % 7}",
+            "id_type": "gaid",
+            "event_time": f"{DAY}T0{i % 10}:00:00.000Z",
+            "event_type": "view_item",
+            "event_attributes": {"color": "red"},
+            "alt_ids": {},
+        }
+        for i in range(count)
+    ]
+    rows += [{"event_id": f"bad{i}", "event_time": "never"} for i in range(bad)]
+    return [json.dumps(r) for r in rows]
+
+
+def write_day(root, rows: list[str]) -> None:
+    path = root / landing_day(DAY) / "part-00000.jsonl.gz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt") as out:
+        out.write("\n".join(rows) + "\n")
+
+
+def run_day(tmp_path):
+    return materialize(
+        [raw_events, *raw_events_checks],
+        partition_key=DAY,
+        resources={"spark": spark_resource_from_env({}), "lake": LakeResource(root=str(tmp_path))},
+        instance=DagsterInstance.ephemeral(),
+        raise_on_error=False,
+    )
+
+
+def check_outcomes(result) -> dict[str, bool]:
+    return {
+        e.check_name: e.passed
+        for e in result.get_asset_check_evaluations()
+    }
+
+
+def test_definitions_list_every_asset_and_check():
+    repo = defs.get_repository_def()
+    keys = {key.to_user_string() for key in repo.asset_graph.get_all_asset_keys()}
+    assert "raw_events" in keys
+    check_names = {key.name for key in repo.asset_graph.asset_check_keys}
+    assert {
+        "raw_events_schema",
+        "raw_events_ids",
+        "raw_events_time_in_day",
+        "raw_events_event_type",
+        "raw_events_quarantine_share",
+    } <= check_names
+
+
+def test_raw_events_materializes_a_day_and_its_checks_pass(spark, tmp_path):
+    write_day(tmp_path, landing_rows(50))
+    result = run_day(tmp_path)
+    assert result.success
+    materialization = result.asset_materializations_for_node("raw_events")[0]
+    assert materialization.metadata["dagster/row_count"].value == 50
+    assert materialization.partition == DAY
+    assert all(check_outcomes(result).values())
+
+
+def test_a_day_with_too_many_bad_rows_fails_the_quarantine_check(spark, tmp_path):
+    write_day(tmp_path, landing_rows(50, bad=10))
+    outcomes = check_outcomes(run_day(tmp_path))
+    assert outcomes["raw_events_quarantine_share"] is False
+    assert outcomes["raw_events_time_in_day"] is True
