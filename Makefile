@@ -1,0 +1,34 @@
+# Two commands do all the set-up: `make demo` (main job on embedded defaults) and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export DAGSTER_HOME := $(CURDIR)/.dagster_home
+
+.PHONY: demo test lint ui java clean
+
+java:
+	@command -v java >/dev/null 2>&1 || { echo "PySpark needs Java 17: install it first (Debian: apt-get install -y openjdk-17-jre-headless)"; exit 1; }
+
+$(BIN)/.installed: pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	@touch $@
+
+demo: java $(BIN)/.installed
+	@mkdir -p $(DAGSTER_HOME)
+	$(BIN)/python -m profile_assets.demo
+
+lint: $(BIN)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+test: java lint
+	$(BIN)/pytest
+
+ui: java $(BIN)/.installed
+	@mkdir -p $(DAGSTER_HOME)
+	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
+
+clean:
+	rm -rf data .dagster_home

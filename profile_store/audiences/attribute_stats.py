@@ -1,0 +1,76 @@
+"""Per-day statistics of event attributes, and the keep/trim decision over a trailing window.
+
+Seed 001's rule: an attribute is worth a sketch dimension when it has few distinct values
+(<= 100) that repeat (distinct / appearances < 0.1). Deciding over a trailing window (7 days by
+default) instead of one day keeps the kept set from flapping between days. Distinct values are
+counted with HLL sketches so that days merge without re-reading events; below a few thousand
+values the HLL is in its exact (list/set) modes, so the threshold of 100 is decided exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+HLL_LG_K = 12
+
+
+@dataclass(frozen=True)
+class TrimRule:
+    """Keep an attribute when distinct <= ``max_distinct`` and distinct/appearances < ratio."""
+
+    max_distinct: int = 100
+    max_distinct_ratio: float = 0.1
+    window_days: int = 7
+
+    def __post_init__(self) -> None:
+        if self.max_distinct < 1:
+            raise ValueError(f"max_distinct: must be >= 1, got {self.max_distinct}")
+        if not 0 < self.max_distinct_ratio <= 1:
+            raise ValueError(
+                f"max_distinct_ratio: must be in (0, 1], got {self.max_distinct_ratio}"
+            )
+        if self.window_days < 1:
+            raise ValueError(f"window_days: must be >= 1, got {self.window_days}")
+
+
+def daily_attribute_stats(events: DataFrame) -> DataFrame:
+    """(app_id, event_type, attribute) -> appearances, distinct_values, values_hll."""
+    pairs = events.select(
+        "app_id", "event_type", F.explode("event_attributes").alias("attribute", "value")
+    )
+    return (
+        pairs.groupBy("app_id", "event_type", "attribute")
+        .agg(
+            F.count(F.lit(1)).alias("appearances"),
+            F.hll_sketch_agg("value", HLL_LG_K).alias("values_hll"),
+        )
+        .withColumn("distinct_values", F.hll_sketch_estimate("values_hll"))
+    )
+
+
+def trim_decisions(window_stats: DataFrame, rule: TrimRule) -> DataFrame:
+    """Merge the window's daily stats and decide, per (app, event, attribute), keep or trim.
+
+    ``window_stats`` holds the daily stats of every day in the window, with a ``date`` column.
+    """
+    merged = window_stats.groupBy("app_id", "event_type", "attribute").agg(
+        F.sum("appearances").alias("appearances"),
+        F.hll_union_agg("values_hll", True).alias("values_hll"),
+        F.countDistinct("date").alias("days_seen"),
+    )
+    distinct = F.hll_sketch_estimate("values_hll")
+    keep = (distinct <= rule.max_distinct) & (
+        distinct / F.col("appearances") < rule.max_distinct_ratio
+    )
+    return merged.select(
+        "app_id",
+        "event_type",
+        "attribute",
+        "appearances",
+        distinct.alias("distinct_values"),
+        "days_seen",
+        keep.alias("kept"),
+    )

@@ -1,0 +1,64 @@
+"""Row keys of the ``sketches`` table: ``app|event_type|yyyymmdd|attr_hash16``.
+
+Event before date, so that one leaf's whole date range is ONE contiguous scan. App and event
+names are percent-encoded (``%`` and ``|`` only), which keeps keys readable in the HBase shell
+while making ``|`` a true separator: no name can run into the next component.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from urllib.parse import unquote
+
+SEPARATOR = "|"
+AGGREGATE_HASH = "0" * 16
+
+
+def encode_component(value: str) -> str:
+    """Percent-encode the two characters that would break the key structure."""
+    if not value:
+        raise ValueError("row key component: must be a non-empty string")
+    return value.replace("%", "%25").replace("|", "%7C")
+
+
+def decode_component(value: str) -> str:
+    return unquote(value)
+
+
+def day_component(day: date) -> str:
+    return day.strftime("%Y%m%d")
+
+
+def sketch_rowkey(app_id: str, event_type: str, day: date, attr_hash: str) -> bytes:
+    if len(attr_hash) != 16:
+        raise ValueError(f"attr_hash: expected 16 hex characters, got {attr_hash!r}")
+    parts = (encode_component(app_id), encode_component(event_type), day_component(day), attr_hash)
+    return SEPARATOR.join(parts).encode()
+
+
+def aggregate_rowkey(app_id: str, event_type: str, day: date) -> bytes:
+    return sketch_rowkey(app_id, event_type, day, AGGREGATE_HASH)
+
+
+def day_prefix(app_id: str, event_type: str, day: date) -> bytes:
+    """Prefix of every row of one (app, event, day)."""
+    return (
+        SEPARATOR.join((encode_component(app_id), encode_component(event_type), day_component(day)))
+        + SEPARATOR
+    ).encode()
+
+
+def leaf_scan_range(
+    app_id: str, event_type: str, date_from: date, date_to: date
+) -> tuple[bytes, bytes]:
+    """[start, stop) covering every row of (app, event) from ``date_from`` to ``date_to``."""
+    return (
+        day_prefix(app_id, event_type, date_from),
+        day_prefix(app_id, event_type, date_to + timedelta(days=1)),
+    )
+
+
+def parse_rowkey(key: bytes) -> tuple[str, str, date, str]:
+    app, event, day, attr_hash = key.decode().split(SEPARATOR)
+    parsed_day = date(int(day[:4]), int(day[4:6]), int(day[6:8]))
+    return decode_component(app), decode_component(event), parsed_day, attr_hash

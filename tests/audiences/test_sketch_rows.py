@@ -1,0 +1,98 @@
+"""Attribute trimming and the day's sketch rows, computed in Spark."""
+
+from __future__ import annotations
+
+import pytest
+from datasketches import compact_theta_sketch
+from pyspark.sql import functions as F
+
+from profile_store.audiences.attribute_stats import TrimRule, daily_attribute_stats, trim_decisions
+from profile_store.audiences.rowkey import AGGREGATE_HASH
+from profile_store.audiences.sketch_rows import day_sketch_rows
+from profile_store.audiences.tuple_serde import load_counts_sketch
+
+SCHEMA = "app_id string, event_type string, user_id string, event_attributes map<string,string>"
+
+
+@pytest.fixture
+def events(spark):
+    rows = [
+        ("shop", "buy", f"u{i % 40}", {"color": ("red", "blue")[i % 2], "order_id": f"o{i}"})
+        for i in range(800)
+    ]
+    rows += [("shop", "view", f"u{i}", {}) for i in range(10)]
+    return spark.createDataFrame(rows, SCHEMA)
+
+
+def decisions(events, date="2026-11-01"):
+    return trim_decisions(daily_attribute_stats(events).withColumn("date", F.lit(date)), TrimRule())
+
+
+def test_low_cardinality_attributes_are_kept_and_noisy_ones_trimmed(events):
+    kept = {r.attribute: r.kept for r in decisions(events).collect()}
+    assert kept == {"color": True, "order_id": False}
+
+
+def test_distinct_ratio_rule_trims_rarely_repeated_values(spark):
+    rows = [("a", "e", "u", {"x": str(i % 20)}) for i in range(100)]
+    df = spark.createDataFrame(rows, SCHEMA)
+    assert decisions(df).first().kept is False  # 20 distinct in 100: ratio 0.2 >= 0.1
+
+
+def test_window_merges_days_before_deciding(spark):
+    day1 = spark.createDataFrame([("a", "e", "u", {"x": str(i % 60)}) for i in range(600)], SCHEMA)
+    day2 = spark.createDataFrame(
+        [("a", "e", "u", {"x": str(60 + i % 60)}) for i in range(600)], SCHEMA
+    )
+    stats = (
+        daily_attribute_stats(day1)
+        .withColumn("date", F.lit("2026-11-01"))
+        .unionByName(daily_attribute_stats(day2).withColumn("date", F.lit("2026-11-02")))
+    )
+    merged = trim_decisions(stats, TrimRule()).first()
+    assert merged.distinct_values == pytest.approx(120, abs=1)
+    assert merged.appearances == 1200 and merged.days_seen == 2
+    assert merged.kept is False  # 120 distinct over the window > 100
+
+
+def test_one_row_per_kept_combination_plus_one_aggregate(events):
+    rows = day_sketch_rows(events, decisions(events), "20261101").collect()
+    buy = sorted((r for r in rows if r.event_type == "buy"), key=lambda r: r.attr_hash)
+    assert [r.attr_hash == AGGREGATE_HASH for r in buy] == [True, False, False]
+    assert sorted(tuple(c.asDict().values()) for r in buy[1:] for c in r.combination) == [
+        ("color", "blue"),
+        ("color", "red"),
+    ]
+    assert all(r.rowkey.startswith("shop|buy|20261101|") for r in buy)
+
+
+def test_theta_sketches_count_unique_users_and_the_aggregate_unions_them(events):
+    rows = {r.rowkey: r for r in day_sketch_rows(events, decisions(events), "20261101").collect()}
+    aggregate = rows[f"shop|buy|20261101|{AGGREGATE_HASH}"]
+    assert compact_theta_sketch.deserialize(bytes(aggregate.theta)).get_estimate() == 40
+    assert aggregate.events == 800
+    per_combination = [
+        compact_theta_sketch.deserialize(bytes(r.theta)).get_estimate()
+        for r in rows.values()
+        if r.event_type == "buy" and r.attr_hash != AGGREGATE_HASH
+    ]
+    assert per_combination == [20, 20]
+
+
+def test_tuple_sketch_sums_events_per_user(events):
+    rows = day_sketch_rows(events, decisions(events), "20261101").collect()
+    aggregate = next(r for r in rows if r.event_type == "buy" and r.attr_hash == AGGREGATE_HASH)
+    counts = [value for _, value in load_counts_sketch(aggregate.counts)]
+    assert counts == [20] * 40
+
+
+def test_events_without_kept_attributes_form_their_own_combination(events):
+    rows = [r for r in day_sketch_rows(events, decisions(events), "20261101").collect()]
+    view = [r for r in rows if r.event_type == "view"]
+    assert len(view) == 2  # the empty combination and the aggregate
+    assert {r.attr_hash == AGGREGATE_HASH for r in view} == {True, False}
+
+
+def test_invalid_trim_rules_name_the_field():
+    with pytest.raises(ValueError, match="max_distinct_ratio"):
+        TrimRule(max_distinct_ratio=0)

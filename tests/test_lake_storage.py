@@ -1,0 +1,110 @@
+"""The lake interface behaves the same on a local directory and on S3 (a real moto server)."""
+
+from __future__ import annotations
+
+import boto3
+import pytest
+from moto.server import ThreadedMotoServer
+
+from profile_store.lake_storage import LocalLakeStorage, S3LakeStorage
+from resources.lake import LakeResource
+
+
+@pytest.fixture(scope="module")
+def s3_endpoint():
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
+
+
+@pytest.fixture
+def s3_client(s3_endpoint, monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
+    client.create_bucket(Bucket="lake-bucket")
+    yield client
+    for obj in client.list_objects_v2(Bucket="lake-bucket").get("Contents", []):
+        client.delete_object(Bucket="lake-bucket", Key=obj["Key"])
+    client.delete_bucket(Bucket="lake-bucket")
+
+
+@pytest.fixture(params=["local", "s3"])
+def storage(request, tmp_path):
+    if request.param == "local":
+        return LocalLakeStorage(tmp_path)
+    client = request.getfixturevalue("s3_client")
+    return S3LakeStorage("s3://lake-bucket/prod/lake", client)
+
+
+def test_written_bytes_read_back(storage):
+    storage.write_bytes("landing/date=2026-11-01/part-0.jsonl", b"{}\n")
+    assert storage.read_bytes("landing/date=2026-11-01/part-0.jsonl") == b"{}\n"
+
+
+def test_listing_is_recursive_sorted_and_relative_to_the_root(storage):
+    for name in ("b.jsonl", "a.jsonl", "_SUCCESS"):
+        storage.write_bytes(f"landing/date=2026-11-01/{name}", b"x")
+    storage.write_bytes("events/date=2026-11-01/part.parquet", b"x")
+    paths = [f.path for f in storage.list_files("landing")]
+    assert paths == [
+        "landing/date=2026-11-01/_SUCCESS",
+        "landing/date=2026-11-01/a.jsonl",
+        "landing/date=2026-11-01/b.jsonl",
+    ]
+    assert all(f.size == 1 for f in storage.list_files("landing"))
+
+
+def test_listing_a_missing_directory_is_empty(storage):
+    assert storage.list_files("landing/date=2030-01-01") == []
+
+
+def test_exists_sees_files_and_directories(storage):
+    storage.write_bytes("landing/date=2026-11-01/_SUCCESS", b"")
+    assert storage.exists("landing/date=2026-11-01/_SUCCESS")
+    assert storage.exists("landing/date=2026-11-01")
+    assert not storage.exists("landing/date=2026-11-02")
+
+
+def test_delete_tree_removes_only_that_tree(storage):
+    storage.write_bytes("events/date=2026-11-01/a", b"x")
+    storage.write_bytes("events/date=2026-11-02/a", b"x")
+    storage.delete_tree("events/date=2026-11-01")
+    assert [f.path for f in storage.list_files("events")] == ["events/date=2026-11-02/a"]
+
+
+def test_spark_uris_use_the_hadoop_scheme(tmp_path, s3_client):
+    assert LocalLakeStorage(tmp_path).spark_uri("events").startswith("file:///")
+    s3 = S3LakeStorage("s3://lake-bucket/prod/lake", s3_client)
+    assert (
+        s3.spark_uri("events/date=2026-11-01")
+        == "s3a://lake-bucket/prod/lake/events/date=2026-11-01"
+    )
+    emr = S3LakeStorage("s3://lake-bucket/prod/lake", s3_client, spark_scheme="s3")
+    assert emr.spark_uri("events") == "s3://lake-bucket/prod/lake/events"
+
+
+def test_an_s3_root_without_a_bucket_is_rejected_by_name(s3_client):
+    with pytest.raises(ValueError, match="lake root"):
+        S3LakeStorage("s3:///nobucket", s3_client)
+
+
+def test_lake_resource_reaches_s3_through_dagster_aws(s3_client, s3_endpoint):
+    lake = LakeResource(
+        root="s3://lake-bucket/lake", s3_endpoint_url=s3_endpoint, s3_region="us-east-1"
+    )
+    storage = lake.storage()
+    storage.write_bytes("landing/date=2026-11-01/_SUCCESS", b"")
+    assert s3_client.list_objects_v2(Bucket="lake-bucket")["Contents"][0]["Key"] == (
+        "lake/landing/date=2026-11-01/_SUCCESS"
+    )
+
+
+def test_lake_resource_reads_its_settings_from_the_environment():
+    lake = LakeResource.from_env(
+        {"PROFILES_LAKE_ROOT": "s3://b/p", "PROFILES_S3_ENDPOINT_URL": "http://127.0.0.1:9000"}
+    )
+    assert lake.is_s3 and lake.s3_endpoint_url == "http://127.0.0.1:9000"
+    assert LakeResource.from_env({}).root == "data/lake"
