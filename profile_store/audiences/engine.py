@@ -1,0 +1,177 @@
+"""Answering audience queries from the ``sketches`` table.
+
+Each leaf is ONE HBase scan over its contiguous date range (key order is app, event, day),
+filtered server-side on the attribute columns, with the day's aggregate rows riding along to
+prove that every day in range was built and kept the filtered attributes. The sketches are
+unioned in C++; the tree is evaluated in C++; bounds are DataSketches' (2 standard deviations,
+about 95%).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field
+from datetime import date
+
+from datasketches import compact_theta_sketch
+
+from profile_store.audiences.query import Leaf, Node, QueryError, QueryLimits, leaves, parse_query
+from profile_store.audiences.rowkey import AGGREGATE_HASH, leaf_scan_range, parse_rowkey
+from profile_store.audiences.sketch_algebra import evaluate, union_theta, users_with_min_count
+from profile_store.audiences.sketch_table import (
+    AGGREGATE_MARK,
+    COUNTS,
+    KEPT,
+    THETA,
+    attribute_column,
+)
+
+NUM_STD_DEV = 2  # DataSketches bounds at 2 standard deviations: ~95.4% confidence
+_AGGREGATE_SUFFIX = b"|" + AGGREGATE_HASH.encode()
+
+
+@dataclass
+class AudienceEstimate:
+    estimate: float
+    lower_95: float
+    upper_95: float
+    exact: bool
+    rows_read: int
+    elapsed_ms: float
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _column_equals(family: str, qualifier: str, value: str) -> str:
+    return (
+        f"SingleColumnValueFilter({_quote(family)},{_quote(qualifier)},=,"
+        f"{_quote('binary:' + value)},true,true)"
+    )
+
+
+def leaf_filter(leaf: Leaf) -> bytes:
+    """Aggregate rows always; other rows only when every attribute filter matches."""
+    aggregate = _column_equals("m", "agg", "1")
+    if not leaf.attributes:
+        return aggregate.encode()
+    matches = " AND ".join(
+        _column_equals("a", name, value) for name, value in sorted(leaf.attributes.items())
+    )
+    return f"{aggregate} OR ({matches})".encode()
+
+
+@dataclass
+class LeafRead:
+    sketch: compact_theta_sketch
+    rows: int
+
+
+class AudienceEngine:
+    """Estimates audience sizes; ``open_table`` yields the happybase table of sketches."""
+
+    def __init__(
+        self,
+        open_table: Callable[[], AbstractContextManager],
+        lg_k: int = 12,
+        limits: QueryLimits | None = None,
+        min_retained_for_estimate: int = 32,
+    ) -> None:
+        self.open_table = open_table
+        self.lg_k = lg_k
+        self.limits = limits or QueryLimits()
+        self.min_retained = min_retained_for_estimate
+
+    def estimate(self, tree: dict) -> AudienceEstimate:
+        started = time.perf_counter()
+        query = parse_query(tree, self.limits)
+        reads: dict[str, LeafRead] = {}
+        with self.open_table() as table:
+            for leaf in leaves(query):
+                reads[leaf.path] = self._read_leaf(table, leaf)
+        result = evaluate(query, {path: r.sketch for path, r in reads.items()}, self.lg_k)
+        exact = not result.is_estimation_mode() and not any(
+            r.sketch.is_estimation_mode() for r in reads.values()
+        )
+        return AudienceEstimate(
+            estimate=result.get_estimate(),
+            lower_95=result.get_lower_bound(NUM_STD_DEV),
+            upper_95=result.get_upper_bound(NUM_STD_DEV),
+            exact=exact,
+            rows_read=sum(r.rows for r in reads.values()),
+            elapsed_ms=(time.perf_counter() - started) * 1000,
+            warnings=self._warnings(query, result),
+        )
+
+    def _warnings(self, query: Node, result: compact_theta_sketch) -> list[str]:
+        retained = result.num_retained
+        if not result.is_estimation_mode() or retained >= self.min_retained:
+            return []
+        if isinstance(query, Leaf) or query.operator == "union":
+            return []
+        relative_error = 1 / max(retained, 1) ** 0.5
+        return [
+            f"the {query.operator} leaves only {retained} retained samples: the estimate's "
+            f"relative standard error is about {relative_error:.0%}; widen the sets or raise lg_k"
+        ]
+
+    def _read_leaf(self, table, leaf: Leaf) -> LeafRead:
+        start, stop = leaf_scan_range(leaf.app_id, leaf.event_type, leaf.date_from, leaf.date_to)
+        sketch_column = COUNTS if leaf.min_count else THETA
+        columns = [sketch_column, AGGREGATE_MARK, KEPT] + [
+            attribute_column(name) for name in leaf.attributes
+        ]
+        kept_by_day: dict[date, set[str]] = {}
+        blobs: list[bytes] = []
+        rows = 0
+        for key, cells in table.scan(
+            row_start=start,
+            row_stop=stop,
+            columns=columns,
+            filter=leaf_filter(leaf),
+            batch_size=1000,
+        ):
+            rows += 1
+            if key.endswith(_AGGREGATE_SUFFIX):
+                kept_by_day[parse_rowkey(key)[2]] = set(json.loads(cells.get(KEPT, b"[]")))
+                if leaf.attributes:
+                    continue
+            if sketch_column in cells:
+                blobs.append(cells[sketch_column])
+        self._check_answerable(leaf, kept_by_day)
+        if leaf.min_count:
+            sketch = users_with_min_count(blobs, leaf.min_count, self.lg_k)
+        else:
+            sketch = union_theta(blobs, self.lg_k)
+        return LeafRead(sketch=sketch, rows=rows)
+
+    @staticmethod
+    def _check_answerable(leaf: Leaf, kept_by_day: dict[date, set[str]]) -> None:
+        missing = [d for d in leaf.days() if d not in kept_by_day]
+        if missing:
+            raise QueryError(
+                leaf.path,
+                f"no sketches for {leaf.app_id}/{leaf.event_type} on {_days(missing)} "
+                "(day not built yet, or the event was not seen in the trimming window)",
+            )
+        for name in sorted(leaf.attributes):
+            trimmed = [d for d in leaf.days() if name not in kept_by_day[d]]
+            if trimmed:
+                raise QueryError(
+                    f"{leaf.path}.attributes.{name}",
+                    f"attribute {name!r} of {leaf.app_id}/{leaf.event_type} was trimmed or "
+                    f"never seen on {_days(trimmed)}: it cannot be filtered on",
+                )
+
+
+def _days(days: list[date]) -> str:
+    shown = ", ".join(d.isoformat() for d in days[:10])
+    return shown + (f" and {len(days) - 10} more" if len(days) > 10 else "")

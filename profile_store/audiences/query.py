@@ -1,0 +1,161 @@
+"""The audience query: a JSON tree of set operations over leaves, parsed and validated.
+
+```json
+{"difference": [
+  {"intersection": [
+    {"app_id": "com.shop", "event_type": "install",
+     "date_from": "2026-11-01", "date_to": "2026-11-30"},
+    {"app_id": "com.shop", "event_type": "add_to_cart",
+     "date_from": "2026-11-01", "date_to": "2026-11-30",
+     "min_count": 3, "attributes": {"product_type": "shoes"}}]},
+  {"app_id": "com.shop", "event_type": "purchase",
+   "date_from": "2026-11-01", "date_to": "2026-11-30"}]}
+```
+
+Every error names the JSON path of the fault (``$.difference[0].intersection[1].min_count``)
+and the problem; a query that parses is structurally sound, so evaluation never guesses.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from typing import Any
+
+OPERATORS = ("union", "intersection", "difference")
+LEAF_FIELDS = {"app_id", "event_type", "date_from", "date_to", "min_count", "attributes"}
+
+
+class QueryError(ValueError):
+    """A query that cannot be answered as written; ``path`` locates the fault."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        super().__init__(f"{path}: {problem}")
+        self.path = path
+        self.problem = problem
+
+
+@dataclass(frozen=True)
+class QueryLimits:
+    max_days: int = 366
+    max_depth: int = 8
+    max_leaves: int = 32
+
+
+@dataclass(frozen=True)
+class Leaf:
+    path: str
+    app_id: str
+    event_type: str
+    date_from: date
+    date_to: date
+    min_count: int | None = None
+    attributes: dict[str, str] = field(default_factory=dict)
+
+    def days(self) -> list[date]:
+        count = (self.date_to - self.date_from).days + 1
+        return [self.date_from + timedelta(days=i) for i in range(count)]
+
+
+@dataclass(frozen=True)
+class Operation:
+    path: str
+    operator: str
+    children: tuple[Leaf | Operation, ...]
+
+
+Node = Leaf | Operation
+
+
+def leaves(node: Node) -> list[Leaf]:
+    if isinstance(node, Leaf):
+        return [node]
+    return [leaf for child in node.children for leaf in leaves(child)]
+
+
+def parse_query(tree: Any, limits: QueryLimits | None = None) -> Node:
+    """Parse and validate a query tree (already decoded from JSON)."""
+    limits = limits or QueryLimits()
+    node = _parse(tree, "$", 1, limits)
+    count = len(leaves(node))
+    if count > limits.max_leaves:
+        raise QueryError("$", f"too many leaves: {count} > {limits.max_leaves}")
+    return node
+
+
+def _parse(tree: Any, path: str, depth: int, limits: QueryLimits) -> Node:
+    if depth > limits.max_depth:
+        raise QueryError(path, f"tree deeper than {limits.max_depth} levels")
+    if not isinstance(tree, dict):
+        raise QueryError(path, f"expected an object, got {type(tree).__name__}")
+    operators = [key for key in tree if key in OPERATORS]
+    if operators:
+        if len(tree) != 1:
+            raise QueryError(path, "an operator node has exactly one key, the operator")
+        operator = operators[0]
+        children = tree[operator]
+        child_path = f"{path}.{operator}"
+        if not isinstance(children, list) or len(children) < 2:
+            raise QueryError(child_path, "expected a list of at least 2 sub-queries")
+        return Operation(
+            path=path,
+            operator=operator,
+            children=tuple(
+                _parse(child, f"{child_path}[{i}]", depth + 1, limits)
+                for i, child in enumerate(children)
+            ),
+        )
+    if "app_id" not in tree and "event_type" not in tree:
+        unknown = ", ".join(sorted(tree)) or "(empty object)"
+        raise QueryError(
+            path, f"unknown operator {unknown}: expected one of {', '.join(OPERATORS)} or a leaf"
+        )
+    return _parse_leaf(tree, path, limits)
+
+
+def _text(tree: dict, key: str, path: str) -> str:
+    value = tree.get(key)
+    if not isinstance(value, str) or not value:
+        raise QueryError(f"{path}.{key}", "required, a non-empty string")
+    return value
+
+
+def _day(tree: dict, key: str, path: str) -> date:
+    text = _text(tree, key, path)
+    try:
+        return date.fromisoformat(text)
+    except ValueError:
+        raise QueryError(f"{path}.{key}", f"not a date (YYYY-MM-DD): {text!r}") from None
+
+
+def _parse_leaf(tree: dict, path: str, limits: QueryLimits) -> Leaf:
+    unknown = sorted(set(tree) - LEAF_FIELDS)
+    if unknown:
+        raise QueryError(f"{path}.{unknown[0]}", "unknown leaf field")
+    date_from = _day(tree, "date_from", path)
+    date_to = _day(tree, "date_to", path)
+    if date_from > date_to:
+        raise QueryError(f"{path}.date_from", f"after date_to ({date_from} > {date_to})")
+    span = (date_to - date_from).days + 1
+    if span > limits.max_days:
+        raise QueryError(f"{path}.date_to", f"range of {span} days exceeds {limits.max_days}")
+    min_count = tree.get("min_count")
+    if min_count is not None and (
+        isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1
+    ):
+        raise QueryError(f"{path}.min_count", "must be a positive integer")
+    attributes = tree.get("attributes") or {}
+    if not isinstance(attributes, dict):
+        raise QueryError(f"{path}.attributes", "expected an object of name: value")
+    for name, value in attributes.items():
+        if not isinstance(value, str):
+            raise QueryError(f"{path}.attributes.{name}", "value must be a string")
+    return Leaf(
+        path=path,
+        app_id=_text(tree, "app_id", path),
+        event_type=_text(tree, "event_type", path),
+        date_from=date_from,
+        date_to=date_to,
+        min_count=min_count,
+        attributes=dict(attributes),
+    )
