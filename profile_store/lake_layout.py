@@ -4,6 +4,8 @@
 landing/date=YYYY-MM-DD/part-*.jsonl.gz   raw event batches as they arrive, _SUCCESS when complete
 events/date=YYYY-MM-DD/*.parquet          validated, deduplicated events of that UTC day
 quarantine/date=YYYY-MM-DD/*.parquet      rejected rows of that day, each with a reason
+attribute_stats/date=YYYY-MM-DD/          per (app, event, attribute): appearances, value HLL
+trimmed_attributes/date=YYYY-MM-DD/       the keep/trim decision of that day (trailing window)
 ground_truth/                             the generator's answer key (evaluation only)
 ```
 """
@@ -15,6 +17,8 @@ from datetime import date
 LANDING = "landing"
 EVENTS = "events"
 QUARANTINE = "quarantine"
+ATTRIBUTE_STATS = "attribute_stats"
+TRIMMED_ATTRIBUTES = "trimmed_attributes"
 GROUND_TRUTH = "ground_truth"
 SUCCESS_MARKER = "_SUCCESS"
 

@@ -37,9 +37,13 @@ class TrimRule:
 
 
 def daily_attribute_stats(events: DataFrame) -> DataFrame:
-    """(app_id, event_type, attribute) -> appearances, distinct_values, values_hll."""
+    """(app_id, event_type, attribute) -> appearances, distinct_values, values_hll.
+
+    Events without attributes count under a null attribute, so that every (app, event type)
+    seen on the day is listed even when it never carries an attribute.
+    """
     pairs = events.select(
-        "app_id", "event_type", F.explode("event_attributes").alias("attribute", "value")
+        "app_id", "event_type", F.explode_outer("event_attributes").alias("attribute", "value")
     )
     return (
         pairs.groupBy("app_id", "event_type", "attribute")
@@ -55,6 +59,8 @@ def trim_decisions(window_stats: DataFrame, rule: TrimRule) -> DataFrame:
     """Merge the window's daily stats and decide, per (app, event, attribute), keep or trim.
 
     ``window_stats`` holds the daily stats of every day in the window, with a ``date`` column.
+    The null-attribute rows (events without attributes) are carried along, never kept: they
+    say which (app, event type) pairs the window has seen.
     """
     merged = window_stats.groupBy("app_id", "event_type", "attribute").agg(
         F.sum("appearances").alias("appearances"),
@@ -62,8 +68,10 @@ def trim_decisions(window_stats: DataFrame, rule: TrimRule) -> DataFrame:
         F.countDistinct("date").alias("days_seen"),
     )
     distinct = F.hll_sketch_estimate("values_hll")
-    keep = (distinct <= rule.max_distinct) & (
-        distinct / F.col("appearances") < rule.max_distinct_ratio
+    keep = (
+        F.col("attribute").isNotNull()
+        & (distinct <= rule.max_distinct)
+        & (distinct / F.col("appearances") < rule.max_distinct_ratio)
     )
     return merged.select(
         "app_id",

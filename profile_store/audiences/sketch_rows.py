@@ -9,10 +9,12 @@ events are read once.
 
 from __future__ import annotations
 
+from datasketches import AccumulatorPolicy, update_theta_sketch, update_tuple_sketch
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from profile_store.audiences.rowkey import AGGREGATE_HASH
+from profile_store.audiences.tuple_serde import SERDE
 
 DEFAULT_LG_K = 12
 
@@ -28,12 +30,17 @@ def _rowkey(day_text: str) -> Column:
 
 
 def kept_attribute_lists(decisions: DataFrame) -> DataFrame:
-    """(app_id, event_type) -> sorted array of the attribute names kept for the day."""
-    return (
-        decisions.where(F.col("kept"))
-        .groupBy("app_id", "event_type")
-        .agg(F.array_sort(F.collect_set("attribute")).alias("kept_attributes"))
+    """Every (app_id, event_type) of the trimming window -> sorted kept attribute names."""
+    kept_name = F.when(F.col("kept"), F.col("attribute"))
+    return decisions.groupBy("app_id", "event_type").agg(
+        F.array_sort(F.collect_set(kept_name)).alias("kept_attributes")
     )
+
+
+def _empty_sketches(lg_k: int) -> tuple[bytes, bytes]:
+    theta = update_theta_sketch(lg_k).compact().serialize()
+    counts = update_tuple_sketch(AccumulatorPolicy(), lg_k).compact().serialize(SERDE)
+    return theta, counts
 
 
 def combination_sketches(events: DataFrame, kept: DataFrame, lg_k: int = DEFAULT_LG_K) -> DataFrame:
@@ -60,19 +67,34 @@ def combination_sketches(events: DataFrame, kept: DataFrame, lg_k: int = DEFAULT
             F.first("combination").alias("combination"),
             F.theta_sketch_agg("user_id", lg_k).alias("theta"),
             F.tuple_sketch_agg_integer("user_id", F.lit(1), lg_k, "sum").alias("counts"),
-            F.count(F.lit(1)).alias("events"),
+            F.count(F.lit(1)).cast("long").alias("events"),
         )
     )
 
 
-def aggregate_sketches(combinations: DataFrame, lg_k: int = DEFAULT_LG_K) -> DataFrame:
-    """One row per (app, event type): the union of its combination sketches."""
-    return combinations.groupBy("app_id", "event_type").agg(
-        F.lit(AGGREGATE_HASH).alias("attr_hash"),
-        F.array().cast("array<struct<key:string,value:string>>").alias("combination"),
+def aggregate_sketches(
+    combinations: DataFrame, kept: DataFrame, lg_k: int = DEFAULT_LG_K
+) -> DataFrame:
+    """One row per (app, event type) of the window: the union of its combination sketches.
+
+    A pair of the trimming window without events on the day still gets its (empty) aggregate
+    row: it records that the day was built and which attributes it kept.
+    """
+    unions = combinations.groupBy("app_id", "event_type").agg(
         F.theta_union_agg("theta", lg_k).alias("theta"),
         F.tuple_union_agg_integer("counts", lg_k, "sum").alias("counts"),
         F.sum("events").alias("events"),
+    )
+    empty_theta, empty_counts = _empty_sketches(lg_k)
+    return kept.join(unions, ["app_id", "event_type"], "left").select(
+        "app_id",
+        "event_type",
+        F.lit(AGGREGATE_HASH).alias("attr_hash"),
+        F.array().cast("array<struct<key:string,value:string>>").alias("combination"),
+        F.coalesce("theta", F.lit(empty_theta)).alias("theta"),
+        F.coalesce("counts", F.lit(empty_counts)).alias("counts"),
+        F.coalesce("events", F.lit(0)).cast("long").alias("events"),
+        "kept_attributes",
     )
 
 
@@ -80,8 +102,11 @@ def day_sketch_rows(
     events: DataFrame, decisions: DataFrame, day_text: str, lg_k: int = DEFAULT_LG_K
 ) -> DataFrame:
     """Every sketch row of a day with its HBase row key (``day_text`` is ``yyyymmdd``)."""
-    combinations = combination_sketches(events, kept_attribute_lists(decisions), lg_k).persist()
-    rows = combinations.unionByName(aggregate_sketches(combinations, lg_k))
+    kept = kept_attribute_lists(decisions)
+    combinations = combination_sketches(events, kept, lg_k).withColumn(
+        "kept_attributes", F.lit(None).cast("array<string>")
+    )
+    rows = combinations.unionByName(aggregate_sketches(combinations, kept, lg_k))
     return rows.select(
         _rowkey(day_text).alias("rowkey"),
         "app_id",
@@ -92,4 +117,5 @@ def day_sketch_rows(
         "counts",
         "events",
         F.theta_sketch_estimate("theta").alias("users_estimate"),
+        "kept_attributes",
     )

@@ -29,8 +29,13 @@ def decisions(events, date="2026-11-01"):
 
 
 def test_low_cardinality_attributes_are_kept_and_noisy_ones_trimmed(events):
-    kept = {r.attribute: r.kept for r in decisions(events).collect()}
+    kept = {r.attribute: r.kept for r in decisions(events).collect() if r.attribute}
     assert kept == {"color": True, "order_id": False}
+
+
+def test_event_types_without_attributes_are_listed_but_never_kept(events):
+    view = [r for r in decisions(events).collect() if r.event_type == "view"]
+    assert [(r.attribute, r.kept, r.appearances) for r in view] == [(None, False, 10)]
 
 
 def test_distinct_ratio_rule_trims_rarely_repeated_values(spark):
@@ -96,3 +101,19 @@ def test_events_without_kept_attributes_form_their_own_combination(events):
 def test_invalid_trim_rules_name_the_field():
     with pytest.raises(ValueError, match="max_distinct_ratio"):
         TrimRule(max_distinct_ratio=0)
+
+
+def test_a_window_pair_without_events_today_gets_an_empty_aggregate_row(spark, events):
+    today = events.where("event_type = 'buy'")
+    rows = day_sketch_rows(today, decisions(events), "20261102").collect()
+    view = [r for r in rows if r.event_type == "view"]
+    assert len(view) == 1 and view[0].attr_hash == AGGREGATE_HASH
+    assert view[0].events == 0 and view[0].kept_attributes == []
+    assert compact_theta_sketch.deserialize(bytes(view[0].theta)).is_empty()
+
+
+def test_aggregate_rows_carry_the_kept_attribute_list(events):
+    rows = day_sketch_rows(events, decisions(events), "20261101").collect()
+    kept = {r.event_type: r.kept_attributes for r in rows if r.attr_hash == AGGREGATE_HASH}
+    assert kept == {"buy": ["color"], "view": []}
+    assert all(r.kept_attributes is None for r in rows if r.attr_hash != AGGREGATE_HASH)

@@ -1,0 +1,128 @@
+"""Audience assets: attribute statistics, the trimming decision, and the sketch tables."""
+
+import os
+from datetime import date, timedelta
+
+from dagster import (
+    AssetDep,
+    AssetExecutionContext,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    TimeWindowPartitionMapping,
+    asset,
+)
+from dagster_pyspark import LazyPySparkResource
+from pydantic import Field
+from pyspark.sql import functions as F
+
+from profile_assets.partitions import daily_partitions
+from profile_store.audiences.attribute_stats import (
+    TrimRule,
+    daily_attribute_stats,
+    trim_decisions,
+)
+from profile_store.lake_layout import ATTRIBUTE_STATS, TRIMMED_ATTRIBUTES, day_dir, events_day
+from resources.lake import LakeResource
+
+TRIM_WINDOW_DAYS = int(os.environ.get("PROFILES_TRIM_WINDOW_DAYS", "7"))
+
+
+@asset(
+    partitions_def=daily_partitions,
+    group_name="audiences",
+    kinds={"spark", "parquet"},
+    deps=["raw_events"],
+    description=(
+        "Per (app, event type, attribute) of one day: appearances and an HLL sketch of its "
+        "values, so that trailing windows merge without re-reading events."
+    ),
+)
+def attribute_stats(
+    context: AssetExecutionContext, spark: LazyPySparkResource, lake: LakeResource
+) -> MaterializeResult:
+    day = date.fromisoformat(context.partition_key)
+    storage = lake.storage()
+    events = spark.spark_session.read.parquet(storage.spark_uri(events_day(day)))
+    stats = daily_attribute_stats(events)
+    target = storage.spark_uri(day_dir(ATTRIBUTE_STATS, day))
+    stats.coalesce(1).write.mode("overwrite").parquet(target)
+    written = spark.spark_session.read.parquet(target)
+    summary = written.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.countDistinct("app_id", "event_type").alias("event_types"),
+    ).first()
+    return MaterializeResult(
+        metadata={
+            "dagster/row_count": summary["rows"],
+            "app_event_types": summary["event_types"],
+            "path": MetadataValue.path(target),
+        }
+    )
+
+
+class TrimConfig(Config):
+    max_distinct: int = Field(default=100, description="Keep only with at most this many values.")
+    max_distinct_ratio: float = Field(
+        default=0.1, description="Keep only when distinct / appearances is below this."
+    )
+
+
+@asset(
+    partitions_def=daily_partitions,
+    group_name="audiences",
+    kinds={"spark", "parquet"},
+    deps=[
+        AssetDep(
+            "attribute_stats",
+            partition_mapping=TimeWindowPartitionMapping(
+                start_offset=-(TRIM_WINDOW_DAYS - 1),
+                end_offset=0,
+                allow_nonexistent_upstream_partitions=True,
+            ),
+        )
+    ],
+    description=(
+        f"The day's keep/trim decision per (app, event type, attribute), decided over a "
+        f"trailing {TRIM_WINDOW_DAYS}-day window (seed 001's rule: at most 100 distinct values "
+        "and distinct/appearances < 0.1). Queries use it to refuse filters on trimmed attributes."
+    ),
+)
+def trimmed_attributes(
+    context: AssetExecutionContext,
+    config: TrimConfig,
+    spark: LazyPySparkResource,
+    lake: LakeResource,
+) -> MaterializeResult:
+    day = date.fromisoformat(context.partition_key)
+    rule = TrimRule(config.max_distinct, config.max_distinct_ratio, TRIM_WINDOW_DAYS)
+    storage = lake.storage()
+    window = [day - timedelta(days=i) for i in range(rule.window_days)]
+    present = [d for d in window if storage.exists(day_dir(ATTRIBUTE_STATS, d))]
+    session = spark.spark_session
+    stats = None
+    for d in present:
+        part = session.read.parquet(storage.spark_uri(day_dir(ATTRIBUTE_STATS, d)))
+        part = part.withColumn("date", F.lit(d.isoformat()))
+        stats = part if stats is None else stats.unionByName(part)
+    decisions = trim_decisions(stats, rule)
+    target = storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, day))
+    decisions.coalesce(1).write.mode("overwrite").parquet(target)
+    written = session.read.parquet(target)
+    kept = written.where("kept").count()
+    total = written.count()
+    trimmed_examples = [
+        f"{r.app_id}/{r.event_type}/{r.attribute} ({r.distinct_values:.0f} values)"
+        for r in written.where("NOT kept").orderBy(F.desc("distinct_values")).limit(10).collect()
+    ]
+    return MaterializeResult(
+        metadata={
+            "dagster/row_count": total,
+            "kept_attributes": kept,
+            "trimmed_attributes": total - kept,
+            "window_days_present": len(present),
+            "window_days": rule.window_days,
+            "top_trimmed": MetadataValue.json(trimmed_examples),
+            "path": MetadataValue.path(target),
+        }
+    )
