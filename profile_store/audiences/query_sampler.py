@@ -1,0 +1,133 @@
+"""A fixed-seed mix of realistic audience queries, for accuracy checks and benchmarks.
+
+The mix follows what marketers ask (seed 001): single leaves over a few days, unions of
+events, intersections of a large and a small set ("installed AND purchased"), differences
+("added to cart BUT NOT purchased"), "at least N times" leaves, and attribute filters, in trees
+of one to four leaves.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """One (app, event type) that queries may name, with attributes kept on every day."""
+
+    app_id: str
+    event_type: str
+    users: int
+    attributes: dict[str, list[str]] = field(default_factory=dict)
+
+
+def build_catalog(
+    events: DataFrame, decisions: DataFrame, max_values: int = 5
+) -> list[CatalogEntry]:
+    """Catalog of ``events`` (the query days) and ``decisions`` (their trim decisions).
+
+    Only attributes kept on every day in ``decisions`` are offered, with their most frequent
+    values, so that every sampled filter is answerable.
+    """
+    days = decisions.select("date").distinct().count()
+    always_kept = (
+        decisions.where("kept")
+        .groupBy("app_id", "event_type", "attribute")
+        .agg(F.countDistinct("date").alias("days"))
+        .where(F.col("days") == days)
+        .select("app_id", "event_type", "attribute")
+    )
+    values = (
+        events.select("app_id", "event_type", F.explode("event_attributes").alias("k", "v"))
+        .join(always_kept, ["app_id", "event_type"])
+        .where(F.col("k") == F.col("attribute"))
+        .groupBy("app_id", "event_type", "attribute", "v")
+        .count()
+    )
+    top = {}
+    for row in values.collect():
+        top.setdefault((row.app_id, row.event_type, row.attribute), []).append(
+            (row["count"], row.v)
+        )
+    users = events.groupBy("app_id", "event_type").agg(
+        F.approx_count_distinct("user_id").alias("users")
+    )
+    catalog = []
+    for row in users.orderBy("app_id", "event_type").collect():
+        attributes = {
+            attribute: [v for _, v in sorted(pairs, key=lambda p: (-p[0], p[1]))[:max_values]]
+            for (app, event, attribute), pairs in sorted(top.items())
+            if app == row.app_id and event == row.event_type
+        }
+        catalog.append(CatalogEntry(row.app_id, row.event_type, row.users, attributes))
+    return catalog
+
+
+def sample_queries(
+    catalog: list[CatalogEntry], days: list[date], count: int, seed: int = 20261101
+) -> list[dict]:
+    """``count`` query trees over ``days`` (consecutive), deterministic for ``seed``."""
+    if not catalog or not days:
+        raise ValueError("sample_queries: needs a non-empty catalog and at least one day")
+    rng = random.Random(seed)
+    by_app: dict[str, list[CatalogEntry]] = {}
+    for entry in catalog:
+        by_app.setdefault(entry.app_id, []).append(entry)
+    apps = sorted(by_app)
+    return [_sample_one(rng, by_app[rng.choice(apps)], days) for _ in range(count)]
+
+
+_SHAPES = ("leaf", "leaf", "union", "intersection", "intersection", "difference", "tree")
+
+
+def _sample_one(rng: random.Random, entries: list[CatalogEntry], days: list[date]) -> dict:
+    date_from, date_to = _date_range(rng, days)
+    shape = rng.choice(_SHAPES)
+
+    def leaf(entry: CatalogEntry | None = None) -> dict:
+        return _leaf(rng, entry or rng.choice(entries), date_from, date_to)
+
+    if shape == "leaf" or len(entries) < 2:
+        return leaf()
+    if shape == "union":
+        picks = rng.sample(entries, min(len(entries), rng.choice((2, 3))))
+        return {"union": [leaf(e) for e in picks]}
+    if shape in ("intersection", "difference"):
+        big, small = _big_and_small(rng, entries)
+        return {shape: [leaf(big), leaf(small)]}
+    a, b, c = (rng.choice(entries) for _ in range(3))
+    inner = {rng.choice(("union", "intersection")): [leaf(a), leaf(b)]}
+    return {rng.choice(("intersection", "difference")): [inner, leaf(c)]}
+
+
+def _date_range(rng: random.Random, days: list[date]) -> tuple[date, date]:
+    span = min(len(days), rng.choice((1, 1, 2, 3, 7, 7, 30)))
+    start = rng.randrange(0, len(days) - span + 1)
+    return days[start], days[start] + timedelta(days=span - 1)
+
+
+def _big_and_small(
+    rng: random.Random, entries: list[CatalogEntry]
+) -> tuple[CatalogEntry, CatalogEntry]:
+    a, b = rng.sample(entries, 2)
+    return (a, b) if a.users >= b.users else (b, a)
+
+
+def _leaf(rng: random.Random, entry: CatalogEntry, date_from: date, date_to: date) -> dict:
+    leaf: dict = {
+        "app_id": entry.app_id,
+        "event_type": entry.event_type,
+        "date_from": date_from.isoformat(),
+        "date_to": date_to.isoformat(),
+    }
+    if entry.attributes and rng.random() < 0.35:
+        name = rng.choice(sorted(entry.attributes))
+        leaf["attributes"] = {name: rng.choice(entry.attributes[name])}
+    if rng.random() < 0.2:
+        leaf["min_count"] = rng.choice((2, 3, 5))
+    return leaf
