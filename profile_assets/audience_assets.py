@@ -1,5 +1,6 @@
 """Audience assets: attribute statistics, the trimming decision, and the sketch tables."""
 
+import json
 import os
 from datetime import date, timedelta
 
@@ -22,10 +23,26 @@ from profile_store.audiences.attribute_stats import (
     daily_attribute_stats,
     trim_decisions,
 )
-from profile_store.lake_layout import ATTRIBUTE_STATS, TRIMMED_ATTRIBUTES, day_dir, events_day
+from profile_store.audiences.rowkey import AGGREGATE_HASH, day_component
+from profile_store.audiences.sketch_rows import day_sketch_rows
+from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table
+from profile_store.audiences.sketch_writer import (
+    ThriftAddress,
+    remove_stale_rows,
+    write_sketch_rows,
+)
+from profile_store.lake_layout import (
+    ATTRIBUTE_STATS,
+    AUDIENCE_SKETCHES,
+    TRIMMED_ATTRIBUTES,
+    day_dir,
+    events_day,
+)
+from resources.hbase import HBaseResource
 from resources.lake import LakeResource
 
 TRIM_WINDOW_DAYS = int(os.environ.get("PROFILES_TRIM_WINDOW_DAYS", "7"))
+SKETCH_LG_K = int(os.environ.get("PROFILES_SKETCH_LG_K", "12"))
 
 
 @asset(
@@ -124,5 +141,72 @@ def trimmed_attributes(
             "window_days": rule.window_days,
             "top_trimmed": MetadataValue.json(trimmed_examples),
             "path": MetadataValue.path(target),
+        }
+    )
+
+
+class SketchConfig(Config):
+    lg_k: int = Field(
+        default=SKETCH_LG_K,
+        description="log2 of the theta sketch size k: relative standard error ~ 1/sqrt(k).",
+    )
+    batch_size: int = Field(default=500, description="HBase puts per Thrift batch.")
+
+
+@asset(
+    partitions_def=daily_partitions,
+    group_name="audiences",
+    kinds={"spark", "hbase"},
+    deps=["raw_events", "trimmed_attributes"],
+    description=(
+        "Theta and events-per-user tuple sketches per (app, event type, day, combination of "
+        "kept attributes) in the HBase table `sketches`, plus one aggregate row per (app, event "
+        "type, day). Re-running a day leaves exactly that day's new rows."
+    ),
+)
+def audience_sketches(
+    context: AssetExecutionContext,
+    config: SketchConfig,
+    spark: LazyPySparkResource,
+    lake: LakeResource,
+    hbase: HBaseResource,
+) -> MaterializeResult:
+    day = date.fromisoformat(context.partition_key)
+    storage = lake.storage()
+    session = spark.spark_session
+    events = session.read.parquet(storage.spark_uri(events_day(day)))
+    decisions = session.read.parquet(storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, day)))
+    rows = day_sketch_rows(events, decisions, day_component(day), config.lg_k).persist()
+    try:
+        with hbase.connection() as connection:
+            ensure_table(connection, SKETCH_TABLE)
+        host, port = hbase.address
+        address = ThriftAddress(host, port, hbase.transport, hbase.protocol, hbase.table_prefix)
+        written = write_sketch_rows(rows, address, SKETCH_TABLE, config.batch_size)
+        keys = rows.select("rowkey", "app_id", "event_type", "attr_hash", "events").collect()
+    finally:
+        rows.unpersist()
+
+    manifest_path = f"{day_dir(AUDIENCE_SKETCHES, day)}/pairs.json"
+    pairs = {(r.app_id, r.event_type) for r in keys}
+    if storage.exists(manifest_path):
+        pairs |= {tuple(p) for p in json.loads(storage.read_bytes(manifest_path))}
+    with hbase.connection() as connection:
+        removed = remove_stale_rows(
+            connection.table(SKETCH_TABLE), day, pairs, {r.rowkey.encode() for r in keys}
+        )
+    current_pairs = sorted({(r.app_id, r.event_type) for r in keys})
+    storage.write_bytes(manifest_path, json.dumps(current_pairs).encode())
+
+    combinations = [r for r in keys if r.attr_hash != AGGREGATE_HASH]
+    return MaterializeResult(
+        metadata={
+            "dagster/row_count": written,
+            "combination_rows": len(combinations),
+            "aggregate_rows": written - len(combinations),
+            "stale_rows_removed": removed,
+            "events": sum(r.events for r in combinations),
+            "lg_k": config.lg_k,
+            "hbase_table": SKETCH_TABLE,
         }
     )

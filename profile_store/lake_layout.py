@@ -6,6 +6,7 @@ events/date=YYYY-MM-DD/*.parquet          validated, deduplicated events of that
 quarantine/date=YYYY-MM-DD/*.parquet      rejected rows of that day, each with a reason
 attribute_stats/date=YYYY-MM-DD/          per (app, event, attribute): appearances, value HLL
 trimmed_attributes/date=YYYY-MM-DD/       the keep/trim decision of that day (trailing window)
+audience_sketches/date=YYYY-MM-DD/        pairs.json: the (app, event) pairs written to HBase
 ground_truth/                             the generator's answer key (evaluation only)
 ```
 """
@@ -19,6 +20,7 @@ EVENTS = "events"
 QUARANTINE = "quarantine"
 ATTRIBUTE_STATS = "attribute_stats"
 TRIMMED_ATTRIBUTES = "trimmed_attributes"
+AUDIENCE_SKETCHES = "audience_sketches"
 GROUND_TRUTH = "ground_truth"
 SUCCESS_MARKER = "_SUCCESS"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from resources.hbase import HBaseResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
@@ -18,4 +19,7 @@ def resources_from_env(env: dict[str, str] | None = None) -> dict:
     return {
         "spark": spark_resource_from_env(env),
         "lake": LakeResource.from_env(env),
+        "hbase": HBaseResource.from_env(
+            env, data_dir=env.get("PROFILES_HBASE_DATA_DIR", "data/hbase")
+        ),
     }

@@ -1,0 +1,69 @@
+"""Writing a day's sketch rows to HBase from Spark executors, and removing stale rows.
+
+Each Spark partition opens its own happybase connection and writes in batches, so the rows
+never pass through the driver; the driver only learns the row keys, to delete the rows of an
+earlier run of the same day that this run no longer produces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import asdict, dataclass
+
+import happybase
+from pyspark.sql import DataFrame
+
+from profile_store.audiences.rowkey import day_prefix
+from profile_store.audiences.sketch_table import delete_rows, keys_with_prefix, write_rows
+
+
+@dataclass(frozen=True)
+class ThriftAddress:
+    """How an executor reaches HBase's Thrift server (picklable, unlike a connection)."""
+
+    host: str
+    port: int
+    transport: str = "buffered"
+    protocol: str = "binary"
+    table_prefix: str | None = None
+
+    def connect(self) -> happybase.Connection:
+        return happybase.Connection(
+            host=self.host,
+            port=self.port,
+            transport=self.transport,
+            protocol=self.protocol,
+            table_prefix=self.table_prefix,
+        )
+
+
+def _write_partition(rows: Iterable, address: dict, table_name: str, batch_size: int) -> Iterator:
+    connection = ThriftAddress(**address).connect()
+    try:
+        table = connection.table(table_name)
+        written = write_rows(table, (row.asDict(recursive=True) for row in rows), batch_size)
+    finally:
+        connection.close()
+    yield written
+
+
+def write_sketch_rows(
+    rows: DataFrame, address: ThriftAddress, table_name: str, batch_size: int = 500
+) -> int:
+    """Put every row of ``rows`` (``day_sketch_rows`` output) from the executors."""
+    settings = asdict(address)
+    counts = rows.rdd.mapPartitions(
+        lambda part: _write_partition(part, settings, table_name, batch_size)
+    ).collect()
+    return sum(counts)
+
+
+def remove_stale_rows(table, day, pairs: Iterable[tuple[str, str]], keep: set[bytes]) -> int:
+    """Delete the day's rows of ``pairs`` whose keys are not in ``keep`` (written by this run)."""
+    stale = [
+        key
+        for app_id, event_type in sorted(set(pairs))
+        for key in keys_with_prefix(table, day_prefix(app_id, event_type, day))
+        if key not in keep
+    ]
+    return delete_rows(table, stale)
