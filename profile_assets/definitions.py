@@ -5,13 +5,14 @@ from __future__ import annotations
 from dagster import Definitions, in_process_executor
 
 from profile_assets.audience_assets import attribute_stats, audience_sketches, trimmed_attributes
+from profile_assets.audience_checks import audience_estimation_error
 from profile_assets.raw_events import raw_events
 from profile_assets.raw_events_checks import raw_events_checks
 from resources import resources_from_env
 
 defs = Definitions(
     assets=[raw_events, attribute_stats, trimmed_attributes, audience_sketches],
-    asset_checks=raw_events_checks,
+    asset_checks=[*raw_events_checks, audience_estimation_error],
     resources=resources_from_env(),
     # One Spark session per run: steps share it instead of each starting a JVM.
     executor=in_process_executor,

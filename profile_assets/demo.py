@@ -15,7 +15,7 @@ from pathlib import Path
 from dagster import DagsterInstance
 
 from profile_assets.definitions import defs
-from profile_store.generator.lake import generate_lake
+from profile_store.generator import generate_lake
 from profile_store.lake_layout import LANDING
 from resources.lake import LakeResource
 
@@ -27,14 +27,91 @@ def _print(line: str = "") -> None:
 
 
 def _run_partition(job, day: str, instance: DagsterInstance) -> dict:
-    result = job.execute_in_process(partition_key=day, instance=instance, raise_on_error=False)
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    result = job.execute_in_process(
+        run_config=quiet, partition_key=day, instance=instance, raise_on_error=False
+    )
     materialized = {}
     for event in result.get_asset_materialization_events():
-        materialization = event.asset_materialization
+        materialization = event.step_materialization_data.materialization
         metadata = {k: v.value for k, v in materialization.metadata.items()}
         materialized[materialization.asset_key.to_user_string()] = metadata
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     return {"success": result.success, "assets": materialized, "checks": checks}
+
+
+def example_audiences(date_from: date, date_to: date) -> dict[str, dict]:
+    """A few questions a marketer asks (seed 001), over the sample days."""
+
+    def leaf(app: str, event: str, **extra) -> dict:
+        span = {"date_from": date_from.isoformat(), "date_to": date_to.isoformat()}
+        return {"app_id": app, "event_type": event, **span, **extra}
+
+    shop, game, news = "com.shopfast.android", "com.pixelquest.dragons", "com.dailyherald.reader"
+    return {
+        "shop: viewed items this week": leaf(shop, "view_item"),
+        "shop: added shoes to cart >= 3 times AND viewed items BUT NOT purchased": {
+            "difference": [
+                {
+                    "intersection": [
+                        leaf(shop, "view_item"),
+                        leaf(
+                            shop, "add_to_cart", min_count=3, attributes={"product_type": "shoes"}
+                        ),
+                    ]
+                },
+                leaf(shop, "purchase"),
+            ]
+        },
+        "game: watched ads AND bought in-app": {
+            "intersection": [leaf(game, "ad_watched"), leaf(game, "iap_purchase")]
+        },
+        "news: read sports OR shared": {
+            "union": [
+                leaf(news, "article_view", attributes={"category": "sports"}),
+                leaf(news, "share"),
+            ]
+        },
+    }
+
+
+def _print_audiences(lake_root: Path, days: list[date]) -> None:
+    import contextlib
+
+    from profile_store.audiences.engine import AudienceEngine
+    from profile_store.audiences.exact import exact_leaf_users, exact_users
+    from profile_store.audiences.query import QueryError, leaves, parse_query
+    from profile_store.audiences.sketch_table import SKETCH_TABLE
+    from resources import resources_from_env
+
+    resources = resources_from_env()
+    spark = resources["spark"].spark_session
+    hbase = resources["hbase"]
+    events = spark.read.parquet(str(lake_root / "events"))
+
+    @contextlib.contextmanager
+    def open_table():
+        with hbase.connection() as connection:
+            yield connection.table(SKETCH_TABLE)
+
+    engine = AudienceEngine(open_table)
+    try:
+        for title, tree in example_audiences(days[0], days[-1]).items():
+            try:
+                answer = engine.estimate(tree)
+            except QueryError as error:
+                _print(f"  {title}: not answerable: {error}")
+                continue
+            query = parse_query(tree)
+            exact = len(exact_users(query, exact_leaf_users(spark, events, leaves(query))))
+            _print(
+                f"  {title}\n      estimate {answer.estimate:>10,.0f}  "
+                f"95% [{answer.lower_95:,.0f}, {answer.upper_95:,.0f}]  exact {exact:,}  "
+                f"{'(exact mode) ' if answer.exact else ''}"
+                f"{answer.rows_read} rows, {answer.elapsed_ms:.1f} ms"
+            )
+    finally:
+        hbase.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,9 +149,15 @@ def main(argv: list[str] | None = None) -> int:
             events_per_day=args.events_per_day,
             seed=args.seed,
             start_date=args.start_date,
-            progress=lambda line: _print(f"      {line}"),
+            on_day=lambda day: _print(
+                f"      {day.date}  {day.lines:>9,} lines  {day.malformed:>5,} malformed  "
+                f"{day.duplicates:>5,} duplicates  ({day.seconds:.1f}s)"
+            ),
         )
-        _print(f"      {summary.total_events:,} events in {time.monotonic() - t0:.1f}s")
+        _print(
+            f"      {summary.events:,} events, {summary.persons:,} persons, "
+            f"{summary.devices:,} ids in {time.monotonic() - t0:.1f}s"
+        )
 
     _print(f"[2/2] materializing every asset for {len(days)} day partitions ...")
     instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
@@ -101,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
         )
         if failed_checks:
             _print(f"        failed checks: {', '.join(failed_checks)}")
+
+    _print()
+    _print("== Audience questions, answered from HBase sketches (exact answer from Spark) ==")
+    _print_audiences(lake_root, days)
 
     _print()
     _print("== What was produced ==")

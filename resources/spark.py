@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
 from dagster_pyspark import LazyPySparkResource
 
@@ -33,7 +34,10 @@ def spark_config_from_env(env: dict[str, str] | None = None) -> dict[str, str]:
         master=env.get("SPARK_MASTER", "local[*]"),
         shuffle_partitions=int(env.get("SPARK_SHUFFLE_PARTITIONS", "8")),
     )
-    if not config["spark.master"].startswith("local"):
+    if config["spark.master"].startswith("local"):
+        # Local Python workers run this project's interpreter, whatever is first on PATH.
+        config["spark.pyspark.python"] = sys.executable
+    else:
         config["spark.ui.enabled"] = "true"
     extra = env.get("SPARK_CONF_JSON")
     if extra:
@@ -48,4 +52,8 @@ def spark_config_from_env(env: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def spark_resource_from_env(env: dict[str, str] | None = None) -> LazyPySparkResource:
-    return LazyPySparkResource(spark_config=spark_config_from_env(env))
+    config = spark_config_from_env(env)
+    if "spark.pyspark.python" in config:
+        # PySpark picks the local worker interpreter from this variable alone.
+        os.environ.setdefault("PYSPARK_PYTHON", config["spark.pyspark.python"])
+    return LazyPySparkResource(spark_config=config)
