@@ -31,8 +31,9 @@ def build_catalog(
 ) -> list[CatalogEntry]:
     """Catalog of ``events`` (the query days) and ``decisions`` (their trim decisions).
 
-    Only attributes kept on every day in ``decisions`` are offered, with their most frequent
-    values, so that every sampled filter is answerable.
+    Only (app, event type) pairs with a decision on every day, and attributes kept on every
+    day, are offered (attributes with their most frequent values), so that every sampled query
+    is answerable.
     """
     days = decisions.select("date").distinct().count()
     always_kept = (
@@ -54,8 +55,16 @@ def build_catalog(
         top.setdefault((row.app_id, row.event_type, row.attribute), []).append(
             (row["count"], row.v)
         )
-    users = events.groupBy("app_id", "event_type").agg(
-        F.approx_count_distinct("user_id").alias("users")
+    every_day = (
+        decisions.groupBy("app_id", "event_type")
+        .agg(F.countDistinct("date").alias("days"))
+        .where(F.col("days") == days)
+        .select("app_id", "event_type")
+    )
+    users = (
+        events.groupBy("app_id", "event_type")
+        .agg(F.approx_count_distinct("user_id").alias("users"))
+        .join(every_day, ["app_id", "event_type"])
     )
     catalog = []
     for row in users.orderBy("app_id", "event_type").collect():
