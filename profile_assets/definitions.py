@@ -9,10 +9,14 @@ from profile_assets.audience_checks import audience_estimation_error
 from profile_assets.raw_events import raw_events
 from profile_assets.raw_events_checks import raw_events_checks
 from resources import resources_from_env
+from sensors.landing import daily_pipeline, daily_schedule, landing_sensor
 
 defs = Definitions(
     assets=[raw_events, attribute_stats, trimmed_attributes, audience_sketches],
     asset_checks=[*raw_events_checks, audience_estimation_error],
+    jobs=[daily_pipeline],
+    sensors=[landing_sensor],
+    schedules=[daily_schedule],
     resources=resources_from_env(),
     # One Spark session per run: steps share it instead of each starting a JVM.
     executor=in_process_executor,

@@ -162,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     _print(f"[2/2] materializing every asset for {len(days)} day partitions ...")
     instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
     instance = instance or DagsterInstance.ephemeral()
-    job = defs.resolve_implicit_global_asset_job_def()
+    job = defs.resolve_job_def("daily_pipeline")
     failures = 0
     totals = {"clean": 0, "quarantined": 0, "duplicates": 0}
     for day in days:

@@ -1,0 +1,60 @@
+"""Which landing days hold new, complete data: the decision behind the landing sensor.
+
+A day's files are complete when the day's ``_SUCCESS`` marker was written at or after them:
+writers put their part files first and (re)write the marker last, so a file newer than the
+marker is still being delivered and waits for the next marker. Each day is summarised by a
+digest of its complete files (path and size); a day whose digest changed has new data, and the
+digest doubles as the run key, so the same files never trigger twice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import defaultdict
+from dataclasses import dataclass
+
+from profile_store.lake_layout import LANDING, SUCCESS_MARKER
+from profile_store.lake_storage import LakeFile, LakeStorage
+
+_DAY_DIR = re.compile(r"^" + LANDING + r"/date=(\d{4}-\d{2}-\d{2})/(.+)$")
+_DATA_SUFFIXES = (".jsonl.gz", ".jsonl", ".json.gz", ".json")
+
+
+@dataclass(frozen=True)
+class LandingDay:
+    day: str
+    digest: str
+    files: int
+    bytes: int
+
+
+def complete_days(storage: LakeStorage) -> dict[str, LandingDay]:
+    """Every landing day with a marker, summarised over its complete data files."""
+    by_day: dict[str, list[LakeFile]] = defaultdict(list)
+    for file in storage.list_files(LANDING):
+        match = _DAY_DIR.match(file.path)
+        if match:
+            by_day[match.group(1)].append(file)
+    days = {}
+    for day, files in sorted(by_day.items()):
+        markers = [f for f in files if f.path.endswith("/" + SUCCESS_MARKER)]
+        if not markers:
+            continue
+        marked_at = max(f.modified_ms for f in markers)
+        complete = sorted(
+            (f for f in files if f.path.endswith(_DATA_SUFFIXES) and f.modified_ms <= marked_at),
+            key=lambda f: f.path,
+        )
+        if not complete:
+            continue
+        digest = hashlib.sha1(
+            "\n".join(f"{f.path}\t{f.size}" for f in complete).encode()
+        ).hexdigest()[:16]
+        days[day] = LandingDay(day, digest, len(complete), sum(f.size for f in complete))
+    return days
+
+
+def changed_days(seen: dict[str, str], current: dict[str, LandingDay]) -> list[LandingDay]:
+    """Days whose complete files differ from what ``seen`` (day -> digest) recorded."""
+    return [entry for day, entry in sorted(current.items()) if seen.get(day) != entry.digest]

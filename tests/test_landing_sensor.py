@@ -1,0 +1,63 @@
+"""The landing sensor requests exactly the day partitions whose complete files changed."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from dagster import DagsterInstance, SkipReason, build_sensor_context
+
+from resources.lake import LakeResource
+from sensors.landing import landing_sensor
+
+
+def land(root, day: str, part: int, mtime: float) -> None:
+    directory = root / "landing" / f"date={day}"
+    directory.mkdir(parents=True, exist_ok=True)
+    data = directory / f"part-{part:05d}.jsonl.gz"
+    data.write_bytes(b"{}")
+    os.utime(data, (mtime, mtime))
+    marker = directory / "_SUCCESS"
+    marker.write_bytes(b"")
+    os.utime(marker, (mtime + 1, mtime + 1))
+
+
+def evaluate(root, cursor=None):
+    with DagsterInstance.ephemeral() as instance:
+        context = build_sensor_context(
+            instance=instance, cursor=cursor, resources={"lake": LakeResource(root=str(root))}
+        )
+        result = list(landing_sensor(context) or [])
+        return result, context.cursor
+
+
+def test_each_new_complete_day_gets_one_run_request(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    land(tmp_path, "2026-11-02", 0, 100)
+    requests, cursor = evaluate(tmp_path)
+    assert [r.partition_key for r in requests] == ["2026-11-01", "2026-11-02"]
+    assert set(json.loads(cursor)) == {"2026-11-01", "2026-11-02"}
+
+
+def test_files_seen_once_never_trigger_again(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    _, cursor = evaluate(tmp_path)
+    requests, _ = evaluate(tmp_path, cursor)
+    assert len(requests) == 1 and isinstance(requests[0], SkipReason)
+
+
+def test_late_data_for_an_old_day_triggers_that_day_only(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    land(tmp_path, "2026-11-02", 0, 100)
+    _, cursor = evaluate(tmp_path)
+    land(tmp_path, "2026-11-01", 1, 500)
+    requests, _ = evaluate(tmp_path, cursor)
+    assert [r.partition_key for r in requests] == ["2026-11-01"]
+    assert requests[0].run_key.startswith("2026-11-01:")
+
+
+def test_a_day_that_is_not_a_partition_yet_is_retried_later(tmp_path):
+    land(tmp_path, "2099-01-01", 0, 100)
+    requests, cursor = evaluate(tmp_path)
+    assert requests == []
+    assert "2099-01-01" not in json.loads(cursor or "{}")
