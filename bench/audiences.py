@@ -1,0 +1,193 @@
+"""Audience benchmark: sketch build vs DuckDB exact, query latency, and accuracy.
+
+Fixed seeds. Builds a generated lake (default 30 days x 350,000 events = 10.5M events), runs
+the same per-day pipeline the Dagster assets run (ingest, attribute stats, trimming, sketch
+rows, HBase writes to the embedded gateway), then:
+
+1. build: events/s of the Spark sketch build (sketch rows of a day, fully computed) against
+   DuckDB's exact COUNT(DISTINCT user_id) over the same Parquet files grouped the same way
+   (app, event type, day, kept-attribute combination, plus the per-day aggregate);
+2. query: p50/p90/p99 latency of >= 1,000 generated queries against the gateway;
+3. accuracy: the asset check's figures over the same queries (exact answers from Spark).
+
+    .venv/bin/python bench/audiences.py [--days 30] [--events-per-day 350000] [--queries 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from datetime import date, timedelta
+from pathlib import Path
+
+import duckdb
+import happybase
+import numpy as np
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from profile_store.audiences.accuracy import AccuracyBars
+from profile_store.audiences.accuracy_run import run_accuracy
+from profile_store.audiences.attribute_stats import TrimRule, daily_attribute_stats, trim_decisions
+from profile_store.audiences.engine import AudienceEngine
+from profile_store.audiences.rowkey import day_component
+from profile_store.audiences.sketch_rows import day_sketch_rows
+from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table
+from profile_store.audiences.sketch_writer import ThriftAddress, write_sketch_rows
+from profile_store.events.ingest import ingest_day
+from profile_store.generator import generate_lake
+from profile_store.hbase_gateway.process import EmbeddedGateway
+from profile_store.lake_layout import ATTRIBUTE_STATS, TRIMMED_ATTRIBUTES, day_dir, events_day
+from profile_store.lake_storage import LocalLakeStorage
+from resources.spark import local_spark_config
+
+START = date(2026, 10, 1)
+
+
+def spark_session() -> SparkSession:
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    builder = SparkSession.builder.appName("bench-audiences")
+    for key, value in local_spark_config(shuffle_partitions=4).items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+DUCKDB_GROUPING = """
+WITH kept AS (
+    SELECT app_id, event_type,
+           coalesce(list(attribute) FILTER (WHERE kept), []) AS names
+    FROM read_parquet('{decisions}') GROUP BY ALL
+),
+rows AS (
+    SELECT e.app_id, e.event_type, e.user_id,
+           list_sort(list_filter(map_entries(e.event_attributes),
+                                 lambda x: list_contains(k.names, x.key))) AS combination
+    FROM read_parquet('{events}') e JOIN kept k USING (app_id, event_type)
+)
+SELECT app_id, event_type, combination, count(DISTINCT user_id) AS users
+FROM rows GROUP BY GROUPING SETS ((app_id, event_type, combination), (app_id, event_type))
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--days", type=int, default=30)
+    parser.add_argument("--events-per-day", type=int, default=350_000)
+    parser.add_argument("--queries", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--work-dir", type=Path, default=Path("data/bench-audiences"))
+    args = parser.parse_args()
+
+    lake_root = args.work_dir / "lake"
+    days = [START + timedelta(days=i) for i in range(args.days)]
+    if not (lake_root / "landing" / f"date={days[-1]}" / "_SUCCESS").exists():
+        print(f"generating {args.days} x {args.events_per_day:,} events ...", flush=True)
+        generate_lake(lake_root, args.days, args.events_per_day, args.seed, START)
+
+    spark = spark_session()
+    storage = LocalLakeStorage(lake_root)
+    rule = TrimRule()
+    build = {"events": 0, "spark_s": 0.0, "spark_write_s": 0.0, "duckdb_s": 0.0, "rows": 0}
+    duck = duckdb.connect()
+    duck.execute("SET threads TO 2")
+    with EmbeddedGateway(args.work_dir / "hbase") as gateway:
+        host, port = gateway.host, gateway.port
+        connection = happybase.Connection(host=host, port=port)
+        if SKETCH_TABLE.encode() in connection.tables():
+            connection.delete_table(SKETCH_TABLE, disable=True)
+        ensure_table(connection, SKETCH_TABLE)
+        connection.close()
+        address = ThriftAddress(host, port)
+        for day in days:
+            summary = ingest_day(spark, storage, day)
+            events = spark.read.parquet(storage.spark_uri(events_day(day)))
+            stats_uri = storage.spark_uri(day_dir(ATTRIBUTE_STATS, day))
+            daily_attribute_stats(events).coalesce(1).write.mode("overwrite").parquet(stats_uri)
+            window = [
+                d for d in (day - timedelta(days=i) for i in range(rule.window_days)) if d >= START
+            ]
+            stats = None
+            for d in window:
+                part = spark.read.parquet(storage.spark_uri(day_dir(ATTRIBUTE_STATS, d)))
+                part = part.withColumn("date", F.lit(d.isoformat()))
+                stats = part if stats is None else stats.unionByName(part)
+            decisions_uri = storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, day))
+            trim_decisions(stats, rule).coalesce(1).write.mode("overwrite").parquet(decisions_uri)
+            decisions = spark.read.parquet(decisions_uri)
+
+            t0 = time.perf_counter()
+            rows = day_sketch_rows(events, decisions, day_component(day))
+            rows.write.format("noop").mode("overwrite").save()
+            build["spark_s"] += time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            build["rows"] += write_sketch_rows(rows, address, SKETCH_TABLE)
+            build["spark_write_s"] += time.perf_counter() - t0
+
+            t0 = time.perf_counter()
+            duck.execute(
+                DUCKDB_GROUPING.format(
+                    decisions=str(lake_root / day_dir(TRIMMED_ATTRIBUTES, day) / "*.parquet"),
+                    events=str(lake_root / events_day(day) / "*.parquet"),
+                )
+            ).fetchall()
+            build["duckdb_s"] += time.perf_counter() - t0
+            build["events"] += summary.clean_rows
+            print(f"  built {day}: {summary.clean_rows:,} events", flush=True)
+
+        pool = happybase.ConnectionPool(2, host=host, port=port)
+
+        @contextlib.contextmanager
+        def open_table():
+            with pool.connection() as conn:
+                yield conn.table(SKETCH_TABLE)
+
+        engine = AudienceEngine(open_table, min_retained_for_estimate=0)
+        all_events = spark.read.parquet(*[storage.spark_uri(events_day(d)) for d in days])
+        decisions = None
+        for d in days:
+            part = spark.read.parquet(storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, d)))
+            part = part.withColumn("date", F.lit(d.isoformat()))
+            decisions = part if decisions is None else decisions.unionByName(part)
+        run = run_accuracy(spark, all_events, decisions, engine, days, args.queries, args.seed)
+
+    report = run.report
+    lat = run.latencies_ms
+    spark_rate = build["events"] / build["spark_s"]
+    duck_rate = build["events"] / build["duckdb_s"]
+    print()
+    print(f"lake: {args.days} days, {build['events']:,} clean events, {build['rows']:,} rows")
+    print("| build | seconds | events/s |")
+    print("| --- | ---: | ---: |")
+    print(f"| Spark sketch rows (theta + tuple) | {build['spark_s']:.1f} | {spark_rate:,.0f} |")
+    print(
+        f"| same + HBase writes | {build['spark_s'] + build['spark_write_s']:.1f} | "
+        f"{build['events'] / (build['spark_s'] + build['spark_write_s']):,.0f} |"
+    )
+    print(f"| DuckDB exact COUNT(DISTINCT) | {build['duckdb_s']:.1f} | {duck_rate:,.0f} |")
+    print(f"ratio Spark sketch / DuckDB exact: {spark_rate / duck_rate:.2f}x (bar >= 0.8x)")
+    print()
+    print("| queries | p50 ms | p90 ms | p99 ms |")
+    print("| ---: | ---: | ---: | ---: |")
+    p50, p90, p99 = np.percentile(lat, [50, 90, 99])
+    print(f"| {len(lat)} | {p50:.2f} | {p90:.2f} | {p99:.2f} |  (bar p50 <= 10, p99 <= 50)")
+    print()
+    print("| mean error | < 1% | < 10% | 95% bounds hold | exact answers | p99 error |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        f"| {report.mean_error:.2%} | {report.share_under_1pct:.1%} | "
+        f"{report.share_under_10pct:.1%} | {report.bounds_coverage:.1%} | "
+        f"{report.exact_answers:.1%} | {report.p99_error:.2%} |"
+    )
+    failures = report.failures(AccuracyBars())
+    print("accuracy bars: " + ("all met" if not failures else "; ".join(failures)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

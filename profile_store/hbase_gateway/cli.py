@@ -1,0 +1,116 @@
+"""``profiles hbase-gateway``: run the embedded HBase Thrift-1 gateway in the foreground."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from .server import PROTOCOLS, TRANSPORTS, GatewayServer
+from .store import Store
+
+logger = logging.getLogger("profile_store.hbase_gateway")
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    parser.add_argument("--data-dir", required=True, type=Path, help="directory of the store")
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--port", type=int, default=9090, help="TCP port; 0 picks a free one (default 9090)"
+    )
+    parser.add_argument("--transport", choices=sorted(TRANSPORTS), default="buffered")
+    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="binary")
+    parser.add_argument(
+        "--ready-file",
+        type=Path,
+        help="write {host, port, pid} as JSON here once listening (for supervisors)",
+    )
+    parser.add_argument(
+        "--exit-with-stdin",
+        action="store_true",
+        help="shut down when stdin reaches EOF, i.e. when the parent process dies",
+    )
+    parser.add_argument("--log-level", default="INFO", help="Python logging level")
+    parser.set_defaults(func=run)
+    return parser
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register the ``hbase-gateway`` sub-command on the ``profiles`` CLI."""
+    parser = subparsers.add_parser(
+        "hbase-gateway",
+        help="serve HBase's Thrift-1 API (happybase) from an embedded durable store",
+        description=(
+            "Embedded HBase Thrift-1 gateway: unmodified happybase clients talk to it as to "
+            "HBase's Thrift server. SIGTERM shuts it down gracefully."
+        ),
+    )
+    return configure_parser(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not logging.getLogger().handlers:
+        logging.basicConfig(
+            level=args.log_level.upper(),
+            format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+            stream=sys.stderr,
+        )
+    store = Store(args.data_dir)
+    try:
+        server = GatewayServer(
+            store, host=args.host, port=args.port, transport=args.transport, protocol=args.protocol
+        )
+    except BaseException:
+        store.close()
+        raise
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: server.shutdown())
+    if args.exit_with_stdin:
+        threading.Thread(target=_shutdown_on_eof, args=(server,), daemon=True).start()
+    logger.info(
+        "hbase-gateway listening on %s (transport=%s, protocol=%s, data_dir=%s, pid=%d)",
+        server.address,
+        server.transport,
+        server.protocol,
+        store.data_dir,
+        os.getpid(),
+    )
+    if args.ready_file is not None:
+        _write_ready_file(args.ready_file, server)
+    try:
+        server.serve_forever()
+    finally:
+        store.close()
+        logger.info("hbase-gateway on %s stopped", server.address)
+    return 0
+
+
+def _shutdown_on_eof(server: GatewayServer) -> None:
+    """Raw ``os.read``: a buffered stdin reader would block interpreter shutdown on its lock."""
+    try:
+        while os.read(0, 4096):
+            pass
+    except OSError:
+        pass
+    finally:
+        server.shutdown()
+
+
+def _write_ready_file(path: Path, server: GatewayServer) -> None:
+    """Atomically publish the bound address, so a watcher never reads half a file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"host": server.host, "port": server.port, "pid": os.getpid()}))
+    os.replace(tmp, path)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = configure_parser(argparse.ArgumentParser(prog="python -m profile_store.hbase_gateway"))
+    args = parser.parse_args(argv)
+    return int(args.func(args))

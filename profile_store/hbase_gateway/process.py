@@ -1,0 +1,193 @@
+"""Run the embedded gateway as a child process: start on a free port, wait until it answers, stop.
+
+Used by the Dagster HBase resource, the tests and the benchmark. The child binds port 0 and
+publishes the port it got in a ready file, so there is no window in which another process can
+take a port picked in advance. The child also exits when its stdin closes, so a parent that dies
+without cleaning up does not leave a gateway behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+import profile_store
+
+_PACKAGE_ROOT = str(Path(profile_store.__file__).resolve().parent.parent)
+
+
+class GatewayStartError(RuntimeError):
+    """The gateway process exited or did not answer in time; the message quotes its log."""
+
+
+class EmbeddedGateway:
+    """A gateway subprocess over ``data_dir``; use as a context manager or start()/stop()."""
+
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        transport: str = "buffered",
+        protocol: str = "binary",
+        startup_timeout: float = 30.0,
+        log_path: str | Path | None = None,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.host = host
+        self.requested_port = port
+        self.transport = transport
+        self.protocol = protocol
+        self.startup_timeout = startup_timeout
+        self.log_path = Path(log_path) if log_path else self.data_dir / "gateway.log"
+        self.port: int | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def connection_kwargs(self) -> dict[str, object]:
+        """Keyword arguments for ``happybase.Connection`` / ``ConnectionPool``."""
+        if self.port is None:
+            raise RuntimeError("the gateway is not started")
+        return {
+            "host": self.host,
+            "port": self.port,
+            "transport": self.transport,
+            "protocol": self.protocol,
+        }
+
+    def start(self) -> EmbeddedGateway:
+        if self.running:
+            return self
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        ready_file = self.data_dir / f".gateway-{uuid.uuid4().hex}.ready"
+        command = [
+            sys.executable,
+            "-m",
+            "profile_store.hbase_gateway",
+            "--data-dir",
+            str(self.data_dir),
+            "--host",
+            self.host,
+            "--port",
+            str(self.requested_port),
+            "--transport",
+            self.transport,
+            "--protocol",
+            self.protocol,
+            "--ready-file",
+            str(ready_file),
+            "--exit-with-stdin",
+        ]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - lives as long as the child
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=self._log, stderr=subprocess.STDOUT, env=env
+        )
+        try:
+            self.port = self._wait_for_port(ready_file)
+            self._wait_until_answers()
+        except BaseException:
+            self.kill()
+            raise
+        finally:
+            ready_file.unlink(missing_ok=True)
+        return self
+
+    def _wait_for_port(self, ready_file: Path) -> int:
+        deadline = time.monotonic() + self.startup_timeout
+        while time.monotonic() < deadline:
+            if ready_file.exists():
+                return int(json.loads(ready_file.read_text())["port"])
+            if not self.running:
+                raise GatewayStartError(f"the gateway exited during start-up:\n{self._log_tail()}")
+            time.sleep(0.02)
+        raise GatewayStartError(
+            f"the gateway did not listen within {self.startup_timeout}s:\n{self._log_tail()}"
+        )
+
+    def _wait_until_answers(self) -> None:
+        import happybase
+
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            try:
+                connection = happybase.Connection(timeout=5000, **self.connection_kwargs())
+                try:
+                    connection.tables()
+                    return
+                finally:
+                    connection.close()
+            except Exception as exc:
+                if time.monotonic() > deadline or not self.running:
+                    raise GatewayStartError(
+                        f"the gateway does not answer: {exc}\n{self._log_tail()}"
+                    ) from exc
+                time.sleep(0.05)
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """SIGTERM (graceful: in-flight calls finish, the WAL is checkpointed); returns the code."""
+        process = self._process
+        if process is None:
+            return None
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._cleanup()
+        return process.returncode
+
+    def kill(self) -> None:
+        """SIGKILL with no chance to clean up (crash-durability tests)."""
+        process = self._process
+        if process is None:
+            return
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        self._cleanup()
+
+    def _cleanup(self) -> None:
+        if self._process is not None and self._process.stdin is not None:
+            self._process.stdin.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def _log_tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def __enter__(self) -> EmbeddedGateway:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,192 @@
+"""The gateway's network side: a threaded Thrift server speaking HBase's Thrift-1 protocol.
+
+One thread per client connection and no read timeout: happybase's ``ConnectionPool`` keeps
+connections idle for arbitrarily long, and thriftpy2's stock server (3 s client timeout) would
+drop them. Transport (buffered/framed) and protocol (binary/compact) are chosen at start-up,
+exactly as HBase's own ``hbase thrift start [-f] [-c]``; the Cython implementations are used
+where thriftpy2 has them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import socket
+import threading
+from typing import Any
+
+from thriftpy2.protocol import TCompactProtocolFactory, TCyBinaryProtocolFactory
+from thriftpy2.thrift import TApplicationException, TProcessor
+from thriftpy2.transport import (
+    TCyBufferedTransportFactory,
+    TCyFramedTransportFactory,
+    TSocket,
+    TTransportException,
+)
+
+from .errors import GatewayAlreadyExists, GatewayError, GatewayIllegalArgument
+from .handler import HbaseHandler
+from .idl import load_idl
+from .store import Store
+
+logger = logging.getLogger(__name__)
+
+TRANSPORTS = {"buffered": TCyBufferedTransportFactory, "framed": TCyFramedTransportFactory}
+PROTOCOLS = {"binary": TCyBinaryProtocolFactory, "compact": TCompactProtocolFactory}
+
+_IDL = load_idl()
+
+
+class GatewayProcessor(TProcessor):
+    """A ``TProcessor`` that reports every failure to the client instead of dropping it.
+
+    Gateway errors become the IDL exception HBase would raise (falling back to ``IOError`` where
+    a call does not declare the preferred one); unexpected faults are logged and sent as
+    ``IOError`` too, so one bad call never kills the connection.
+    """
+
+    _PREFERRED = (
+        (GatewayAlreadyExists, _IDL.AlreadyExists),
+        (GatewayIllegalArgument, _IDL.IllegalArgument),
+    )
+
+    def process(self, iprot: Any, oprot: Any) -> None:
+        api, seqid, result, call = self.process_in(iprot)
+        if isinstance(result, TApplicationException):
+            self.send_exception(oprot, api, result, seqid)
+            return
+        try:
+            result.success = call()
+        except TApplicationException as exc:
+            self.send_exception(oprot, api, exc, seqid)
+            return
+        except GatewayError as exc:
+            if not self._attach(result, exc, exc.message):
+                self.send_exception(
+                    oprot,
+                    api,
+                    TApplicationException(TApplicationException.UNKNOWN, exc.message),
+                    seqid,
+                )
+                return
+        except Exception as exc:
+            logger.exception("Thrift call %s failed", api)
+            message = f"{type(exc).__name__}: {exc}"
+            if not self._attach(result, exc, message):
+                self.send_exception(
+                    oprot,
+                    api,
+                    TApplicationException(TApplicationException.INTERNAL_ERROR, message),
+                    seqid,
+                )
+                return
+        if not result.oneway:
+            self.send_result(oprot, api, result, seqid)
+        self._handler.run_after_reply()
+
+    def _attach(self, result: Any, exc: Exception, message: str) -> bool:
+        """Store the matching declared exception on ``result``; False if none is declared."""
+        declared = {
+            spec[2]: spec[1]
+            for fid, spec in result.thrift_spec.items()
+            if fid != 0 and spec[1] != "success"
+        }
+        for gateway_cls, thrift_cls in self._PREFERRED:
+            if isinstance(exc, gateway_cls) and thrift_cls in declared:
+                setattr(result, declared[thrift_cls], thrift_cls(message=message))
+                return True
+        if _IDL.IOError in declared:
+            setattr(result, declared[_IDL.IOError], _IDL.IOError(message=message))
+            return True
+        return False
+
+
+class GatewayServer:
+    """Listens on ``host:port`` (port 0 picks a free one) and serves until ``shutdown()``."""
+
+    def __init__(
+        self,
+        store: Store,
+        host: str = "127.0.0.1",
+        port: int = 9090,
+        transport: str = "buffered",
+        protocol: str = "binary",
+    ) -> None:
+        if transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {sorted(TRANSPORTS)}, got {transport!r}")
+        if protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {sorted(PROTOCOLS)}, got {protocol!r}")
+        self.store = store
+        self.transport = transport
+        self.protocol = protocol
+        self._listener = socket.create_server((host, port), backlog=256)
+        self.host, self.port = self._listener.getsockname()[:2]
+        self.handler = HbaseHandler(store, server_name=self.host, port=self.port)
+        self._processor = GatewayProcessor(_IDL.Hbase, self.handler)
+        self._transport_factory = TRANSPORTS[transport]()
+        self._protocol_factory = PROTOCOLS[protocol]()
+        self._stopping = threading.Event()
+        self._clients: dict[socket.socket, threading.Thread] = {}
+        self._clients_lock = threading.Lock()
+
+    @property
+    def address(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def serve_forever(self, poll_interval: float = 0.2) -> None:
+        """Accept connections until ``shutdown()``; then wait for in-flight calls to finish."""
+        self._listener.settimeout(poll_interval)
+        try:
+            while not self._stopping.is_set():
+                try:
+                    client, _ = self._listener.accept()
+                except TimeoutError:
+                    continue
+                except OSError:
+                    if self._stopping.is_set():
+                        break
+                    raise
+                thread = threading.Thread(
+                    target=self._serve_client,
+                    args=(client,),
+                    name="hbase-gateway-client",
+                    daemon=True,
+                )
+                with self._clients_lock:
+                    self._clients[client] = thread
+                thread.start()
+        finally:
+            self._listener.close()
+            self._drain()
+
+    def shutdown(self) -> None:
+        """Stop accepting and end idle connections; safe to call from a signal handler."""
+        self._stopping.set()
+
+    def _drain(self, timeout: float = 10.0) -> None:
+        with self._clients_lock:
+            clients = list(self._clients.items())
+        for client, _ in clients:
+            # SHUT_RD wakes idle readers while a reply still in flight can be written.
+            with contextlib.suppress(OSError):
+                client.shutdown(socket.SHUT_RD)
+        for _, thread in clients:
+            thread.join(timeout)
+
+    def _serve_client(self, client: socket.socket) -> None:
+        client.settimeout(None)
+        client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        trans = self._transport_factory.get_transport(TSocket(sock=client))
+        proto = self._protocol_factory.get_protocol(trans)
+        try:
+            while not self._stopping.is_set():
+                self._processor.process(proto, proto)
+        except (TTransportException, EOFError, ConnectionError):
+            pass
+        except Exception:
+            logger.exception("client connection failed")
+        finally:
+            with contextlib.suppress(Exception):  # the socket may already be gone
+                trans.close()
+            with self._clients_lock:
+                self._clients.pop(client, None)

@@ -1,0 +1,798 @@
+"""Durable, ordered HBase cell storage on SQLite in WAL mode.
+
+One SQLite file under the data directory holds the catalog and, per HBase table, two
+``WITHOUT ROWID`` tables clustered on HBase's key order:
+
+* ``cells_<id>(row, fam, qual, ts, value)``, primary key ``(row, fam, qual, ts DESC)``, so a get
+  is one index seek and a scan is one range walk in exactly HBase's cell order;
+* ``markers_<id>(row, fam, kind, qual, ts)``: delete markers. A delete physically removes the
+  versions it covers at once and leaves a marker that masks later puts of older timestamps until
+  a major compaction drops it, which is HBase's visible behaviour.
+
+Every write call is one ``BEGIN IMMEDIATE`` transaction, committed before the call returns: an
+acknowledged write is in the WAL file and survives ``kill -9`` of the process (``synchronous =
+NORMAL`` does not fsync each commit, so a power loss can lose the last commits). Reads run on a
+pool of autocommit connections, each statement on its own WAL snapshot, so a row read by one
+statement is never torn. Several processes may open the same directory: the catalog carries a
+generation number that every write transaction checks, and readers reload on a miss.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import struct
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from itertools import groupby
+from operator import itemgetter
+from pathlib import Path
+
+from .errors import (
+    GatewayAlreadyExists,
+    GatewayIllegalArgument,
+    GatewayIOError,
+    show_bytes,
+    table_disabled,
+    table_enabled,
+    table_not_found,
+)
+from .schema import (
+    LATEST_TIMESTAMP,
+    ColumnSelection,
+    FamilyDescriptor,
+    StoredCell,
+    TableInfo,
+    check_row_key,
+    parse_column,
+    sorted_families,
+    validate_table_name,
+)
+
+DB_FILE = "hbase.sqlite3"
+Bound = tuple[bytes, bool]
+"""A scan boundary: ``(row key, inclusive)``."""
+RowCells = tuple[bytes, list[StoredCell]]
+Mutation = tuple[bool, bytes, bytes | None]
+"""``(is_delete, column, value)`` as in Thrift's ``Mutation``."""
+
+_I64 = struct.Struct(">q")
+_FAMILY_MARKER, _COLUMN_MARKER = 0, 1
+_IN_CHUNK = 500  # row keys per ``IN (...)`` lookup
+_COMPACTION_ROWS = 2000  # rows per compaction transaction, so writers are never stalled long
+_row_of = itemgetter(0)
+
+_CATALOG_DDL = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+INSERT OR IGNORE INTO meta VALUES ('catalog_generation', 0);
+CREATE TABLE IF NOT EXISTS hbase_tables (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    name BLOB NOT NULL UNIQUE,
+    enabled INTEGER NOT NULL,
+    created_ms INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS hbase_families (
+    table_id INTEGER NOT NULL,
+    position INTEGER NOT NULL,
+    name BLOB NOT NULL,
+    max_versions INTEGER NOT NULL,
+    time_to_live INTEGER NOT NULL,
+    compression TEXT NOT NULL,
+    in_memory INTEGER NOT NULL,
+    bloom_filter_type TEXT NOT NULL,
+    bloom_filter_vector_size INTEGER NOT NULL,
+    bloom_filter_nb_hashes INTEGER NOT NULL,
+    block_cache_enabled INTEGER NOT NULL,
+    PRIMARY KEY (table_id, position)
+);
+"""
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def to_i64(value: int) -> int:
+    """Wrap to a signed 64-bit integer, as Java's ``long`` arithmetic does."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
+def finish_cells(
+    cells: Sequence[StoredCell],
+    floors: tuple[int | None, ...] | None,
+    limits: tuple[int, ...] | None,
+) -> list[StoredCell]:
+    """Drop TTL-expired cells (``floors``) and versions beyond ``limits`` per column.
+
+    ``cells`` are one row's, in HBase order (family, qualifier, newest first).
+    """
+    out: list[StoredCell] = []
+    prev_fam = -1
+    prev_qual = b""
+    seen = 0
+    for cell in cells:
+        fam = cell[1]
+        if floors is not None:
+            floor = floors[fam]
+            if floor is not None and cell[3] < floor:
+                continue
+        if limits is not None:
+            if fam == prev_fam and cell[2] == prev_qual:
+                seen += 1
+                if seen > limits[fam]:
+                    continue
+            else:
+                prev_fam, prev_qual, seen = fam, cell[2], 1
+        out.append(cell)
+    return out
+
+
+def group_rows(cells: list[StoredCell], reverse: bool = False) -> list[RowCells]:
+    """Group consecutive cells by row; reverse-scan rows get their cells back in HBase order."""
+    rows = [(row, list(group)) for row, group in groupby(cells, _row_of)]
+    if reverse:
+        for _, row_cells in rows:
+            row_cells.reverse()
+    return rows
+
+
+class Store:
+    """The gateway's storage engine; thread-safe, one instance per process and data dir."""
+
+    def __init__(self, data_dir: str | Path, *, busy_timeout_ms: int = 60_000) -> None:
+        self.data_dir = Path(data_dir)
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.path = self.data_dir / DB_FILE
+        self._busy_timeout_ms = busy_timeout_ms
+        self._write_lock = threading.RLock()
+        self._readers: list[sqlite3.Connection] = []
+        self._all_connections: list[sqlite3.Connection] = []
+        self._connections_lock = threading.Lock()
+        self._catalog: dict[bytes, TableInfo] = {}
+        self._generation = -1
+        self._closed = False
+        self._writer = self._connect()
+        self._writer.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only effective on a new file
+        self._writer.execute("PRAGMA journal_mode = WAL")
+        with self._write_lock:
+            self._writer.executescript("BEGIN IMMEDIATE;" + _CATALOG_DDL + "COMMIT;")
+            self._load_catalog(self._writer)
+
+    # -- connections ---------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, cached_statements=512
+        )
+        conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA cache_size = -16384")  # KiB; reads mostly go through mmap
+        conn.execute("PRAGMA mmap_size = 268435456")
+        with self._connections_lock:
+            self._all_connections.append(conn)
+        return conn
+
+    def _query(self, info: TableInfo, sql: str, params: Sequence[object]) -> list[StoredCell]:
+        """Run one read statement on a pooled connection (one WAL snapshot)."""
+        try:
+            conn = self._readers.pop()
+        except IndexError:
+            conn = self._connect()
+        try:
+            return conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # dropped by another process since we cached it
+                self._reload_catalog()
+                raise table_not_found(info.name) from exc
+            raise
+        finally:
+            self._readers.append(conn)
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        """One serialized write transaction, with a catalog that is current inside it."""
+        with self._write_lock:
+            if self._closed:
+                raise GatewayIOError("IOException: the gateway store is closed")
+            conn = self._writer
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                (generation,) = conn.execute(
+                    "SELECT value FROM meta WHERE key = 'catalog_generation'"
+                ).fetchone()
+                if generation != self._generation:
+                    self._load_catalog(conn)
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def close(self) -> None:
+        """Checkpoint the WAL into the database file and close every connection."""
+        with self._write_lock:
+            if self._closed:
+                return
+            self._closed = True
+            with contextlib.suppress(sqlite3.Error):
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            with self._connections_lock:
+                for conn in self._all_connections:
+                    conn.close()
+                self._all_connections.clear()
+            self._readers.clear()
+
+    # -- catalog -------------------------------------------------------------------------------
+
+    def _load_catalog(self, conn: sqlite3.Connection) -> None:
+        (generation,) = conn.execute(
+            "SELECT value FROM meta WHERE key = 'catalog_generation'"
+        ).fetchone()
+        families: dict[int, list[FamilyDescriptor]] = {}
+        for row in conn.execute(
+            "SELECT table_id, name, max_versions, time_to_live, compression, in_memory, "
+            "bloom_filter_type, bloom_filter_vector_size, bloom_filter_nb_hashes, "
+            "block_cache_enabled FROM hbase_families ORDER BY table_id, position"
+        ):
+            families.setdefault(row[0], []).append(
+                FamilyDescriptor(
+                    name=row[1],
+                    max_versions=row[2],
+                    time_to_live=row[3],
+                    compression=row[4],
+                    in_memory=bool(row[5]),
+                    bloom_filter_type=row[6],
+                    bloom_filter_vector_size=row[7],
+                    bloom_filter_nb_hashes=row[8],
+                    block_cache_enabled=bool(row[9]),
+                )
+            )
+        self._catalog = {
+            name: TableInfo(
+                name=name,
+                table_id=table_id,
+                enabled=bool(enabled),
+                created_ms=created_ms,
+                families=tuple(families.get(table_id, ())),
+            )
+            for table_id, name, enabled, created_ms in conn.execute(
+                "SELECT id, name, enabled, created_ms FROM hbase_tables"
+            )
+        }
+        self._generation = generation
+
+    def _reload_catalog(self) -> None:
+        try:
+            conn = self._readers.pop()
+        except IndexError:
+            conn = self._connect()
+        try:
+            conn.execute("BEGIN")
+            try:
+                self._load_catalog(conn)
+            finally:
+                conn.execute("COMMIT")
+        finally:
+            self._readers.append(conn)
+
+    def _bump_generation(self, conn: sqlite3.Connection) -> None:
+        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'catalog_generation'")
+
+    def table(self, name: bytes) -> TableInfo:
+        """The catalog entry for ``name`` (enabled or not); TableNotFound if it does not exist."""
+        info = self._catalog.get(name)
+        if info is None:
+            self._reload_catalog()
+            info = self._catalog.get(name)
+            if info is None:
+                raise table_not_found(name)
+        return info
+
+    def readable(self, name: bytes) -> TableInfo:
+        info = self.table(name)
+        if not info.enabled:
+            raise table_disabled(name)
+        return info
+
+    def _writable(self, name: bytes) -> TableInfo:
+        """Inside ``_write()`` the cached catalog is current, so no reload is needed."""
+        info = self._catalog.get(name)
+        if info is None:
+            raise table_not_found(name)
+        if not info.enabled:
+            raise table_disabled(name)
+        return info
+
+    # -- admin ---------------------------------------------------------------------------------
+
+    def table_names(self) -> list[bytes]:
+        self._reload_catalog()
+        return sorted(self._catalog)
+
+    def create_table(self, name: bytes, families: Sequence[FamilyDescriptor]) -> TableInfo:
+        validate_table_name(name)
+        if not families:
+            raise GatewayIOError(
+                "DoNotRetryIOException: Table should have at least one column family."
+            )
+        ordered = sorted_families(families)
+        with self._write() as conn:
+            if name in self._catalog:
+                raise GatewayAlreadyExists(f"table name already in use: {show_bytes(name)}")
+            cursor = conn.execute(
+                "INSERT INTO hbase_tables (name, enabled, created_ms) VALUES (?, 1, ?)",
+                (name, now_ms()),
+            )
+            table_id = cursor.lastrowid
+            conn.executemany(
+                "INSERT INTO hbase_families VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (
+                        table_id,
+                        position,
+                        f.name,
+                        f.max_versions,
+                        f.time_to_live,
+                        f.compression,
+                        int(f.in_memory),
+                        f.bloom_filter_type,
+                        f.bloom_filter_vector_size,
+                        f.bloom_filter_nb_hashes,
+                        int(f.block_cache_enabled),
+                    )
+                    for position, f in enumerate(ordered)
+                ],
+            )
+            conn.execute(
+                f"CREATE TABLE cells_{table_id} (row BLOB NOT NULL, fam INTEGER NOT NULL, "
+                "qual BLOB NOT NULL, ts INTEGER NOT NULL, value BLOB NOT NULL, "
+                "PRIMARY KEY (row, fam, qual, ts DESC)) WITHOUT ROWID"
+            )
+            conn.execute(
+                f"CREATE TABLE markers_{table_id} (row BLOB NOT NULL, fam INTEGER NOT NULL, "
+                "kind INTEGER NOT NULL, qual BLOB NOT NULL, ts INTEGER NOT NULL, "
+                "PRIMARY KEY (row, fam, kind, qual)) WITHOUT ROWID"
+            )
+            self._bump_generation(conn)
+            self._load_catalog(conn)
+        return self._catalog[name]
+
+    def delete_table(self, name: bytes) -> None:
+        with self._write() as conn:
+            info = self._catalog.get(name)
+            if info is None:
+                raise table_not_found(name)
+            if info.enabled:
+                raise table_enabled(name)
+            conn.execute(f"DROP TABLE {info.cells_table}")
+            conn.execute(f"DROP TABLE {info.markers_table}")
+            conn.execute("DELETE FROM hbase_families WHERE table_id = ?", (info.table_id,))
+            conn.execute("DELETE FROM hbase_tables WHERE id = ?", (info.table_id,))
+            self._bump_generation(conn)
+            self._load_catalog(conn)
+        with self._write_lock:
+            self._writer.executescript("PRAGMA incremental_vacuum;")  # runs to completion
+
+    def set_enabled(self, name: bytes, enabled: bool) -> None:
+        """Enable or disable; like HBase, repeating the current state is an error."""
+        with self._write() as conn:
+            info = self._catalog.get(name)
+            if info is None:
+                raise table_not_found(name)
+            if info.enabled == enabled:
+                raise table_enabled(name) if enabled else table_disabled(name)
+            conn.execute(
+                "UPDATE hbase_tables SET enabled = ? WHERE id = ?", (int(enabled), info.table_id)
+            )
+            self._bump_generation(conn)
+            self._load_catalog(conn)
+
+    def compact(self, name: bytes, major: bool) -> None:
+        """Reclaim excess versions and TTL-expired cells; a major compaction also drops markers.
+
+        The table is processed in row chunks, each in its own short transaction.
+        """
+        info = self.table(name)
+        after: bytes | None = None
+        while True:
+            with self._write() as conn:
+                current = self._catalog.get(name)
+                if current is None or current.table_id != info.table_id:
+                    raise table_not_found(name)
+                rows = conn.execute(
+                    f"SELECT DISTINCT row FROM {info.cells_table}"
+                    + ("" if after is None else " WHERE row > ?")
+                    + f" ORDER BY row LIMIT {_COMPACTION_ROWS}",
+                    () if after is None else (after,),
+                ).fetchall()
+                if not rows:
+                    break
+                low, high = rows[0][0], rows[-1][0]
+                now = now_ms()
+                for fam, family in enumerate(info.families):
+                    conn.execute(
+                        f"DELETE FROM {info.cells_table} WHERE (row, fam, qual, ts) IN ("
+                        "SELECT row, fam, qual, ts FROM (SELECT row, fam, qual, ts, ROW_NUMBER() "
+                        "OVER (PARTITION BY row, fam, qual ORDER BY ts DESC) AS n "
+                        f"FROM {info.cells_table} WHERE row >= ? AND row <= ? AND fam = ?) "
+                        "WHERE n > ?)",
+                        (low, high, fam, family.max_versions),
+                    )
+                    if family.ttl_ms is not None:
+                        conn.execute(
+                            f"DELETE FROM {info.cells_table} "
+                            "WHERE row >= ? AND row <= ? AND fam = ? AND ts < ?",
+                            (low, high, fam, now - family.ttl_ms),
+                        )
+            after = high
+        if major:
+            with self._write() as conn:
+                conn.execute(f"DELETE FROM {info.markers_table}")
+            with self._write_lock:
+                self._writer.executescript("PRAGMA incremental_vacuum;")  # runs to completion
+                self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def get_rows(
+        self,
+        name: bytes,
+        rows: Sequence[bytes],
+        columns: Sequence[bytes] | None,
+        before_ts: int | None = None,
+        versions: int = 1,
+    ) -> list[RowCells]:
+        """Rows in request order (duplicates kept); rows without visible cells are omitted."""
+        info = self.readable(name)
+        selection = info.select(columns)
+        where, params = _filters(selection, before_ts)
+        floors = info.ttl_floors(now_ms())
+        limits = info.version_limits(versions)
+        base = f"SELECT row, fam, qual, ts, value FROM {info.cells_table} WHERE "
+        if len(rows) == 1:
+            cells = self._query(
+                info,
+                f"{base}row = ?{where} ORDER BY fam, qual, ts DESC",
+                [rows[0], *params],
+            )
+            kept = finish_cells(cells, floors, limits)
+            return [(rows[0], kept)] if kept else []
+        found: dict[bytes, list[StoredCell]] = {}
+        unique = list(dict.fromkeys(rows))
+        for start in range(0, len(unique), _IN_CHUNK):
+            chunk = unique[start : start + _IN_CHUNK]
+            cells = self._query(
+                info,
+                f"{base}row IN ({','.join('?' * len(chunk))}){where} "
+                "ORDER BY row, fam, qual, ts DESC",
+                [*chunk, *params],
+            )
+            for row, row_cells in group_rows(cells):
+                kept = finish_cells(row_cells, floors, limits)
+                if kept:
+                    found[row] = kept
+        return [(row, found[row]) for row in rows if row in found]
+
+    def read_range(
+        self,
+        info: TableInfo,
+        lower: Bound | None,
+        upper: Bound | None,
+        *,
+        reverse: bool,
+        selection: ColumnSelection | None,
+        before_ts: int | None,
+        max_cells: int,
+    ) -> tuple[list[RowCells], Bound | None]:
+        """Read whole rows of a key range in scan order, about ``max_cells`` cells at a time.
+
+        Returns the rows (all stored versions, TTL not yet applied) and the bound to continue
+        from (it replaces ``lower`` for forward scans, ``upper`` for reverse scans), or None when
+        the range is exhausted. A row is never split across calls: each row comes from a single
+        statement, hence from a single snapshot.
+        """
+        clauses: list[str] = []
+        params: list[object] = []
+        if lower is not None:
+            clauses.append("row >= ?" if lower[1] else "row > ?")
+            params.append(lower[0])
+        if upper is not None:
+            clauses.append("row <= ?" if upper[1] else "row < ?")
+            params.append(upper[0])
+        where, extra = _filters(selection, before_ts)
+        params.extend(extra)
+        order = "row DESC, fam DESC, qual DESC, ts" if reverse else "row, fam, qual, ts DESC"
+        sql = (
+            f"SELECT row, fam, qual, ts, value FROM {info.cells_table} WHERE "
+            f"{' AND '.join(clauses) or '1'}{where} ORDER BY {order} LIMIT {int(max_cells)}"
+        )
+        cells = self._query(info, sql, params)
+        if len(cells) < max_cells:
+            return group_rows(cells, reverse), None
+        last = cells[-1][0]
+        cut = len(cells) - 1
+        while cut > 0 and cells[cut - 1][0] == last:
+            cut -= 1
+        if cut > 0:  # drop the possibly incomplete last row; the next call starts with it
+            return group_rows(cells[:cut], reverse), (last, True)
+        whole = self._query(
+            info,
+            f"SELECT row, fam, qual, ts, value FROM {info.cells_table} WHERE row = ?{where} "
+            "ORDER BY fam, qual, ts DESC",
+            [last, *extra],
+        )
+        return [(last, whole)], (last, False)
+
+    def row_or_before(self, name: bytes, row: bytes, family: bytes) -> list[StoredCell]:
+        """Newest cells of ``family`` in the last row at or before ``row`` (getRowOrBefore)."""
+        info = self.readable(name)
+        selection = info.select([family])
+        floors = info.ttl_floors(now_ms())
+        limits = info.version_limits(1)
+        upper: Bound | None = (row, True)
+        while upper is not None:
+            rows, upper = self.read_range(
+                info,
+                None,
+                upper,
+                reverse=True,
+                selection=selection,
+                before_ts=None,
+                max_cells=256,
+            )
+            for _, cells in rows:
+                kept = finish_cells(cells, floors, limits)
+                if kept:
+                    return kept
+        return []
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def mutate_rows(
+        self,
+        name: bytes,
+        batches: Sequence[tuple[bytes, Sequence[Mutation]]],
+        timestamp: int | None = None,
+        *,
+        deletes_first: bool = False,
+    ) -> None:
+        """Apply a batch atomically: all puts, then all deletes (mutateRows), or the reverse.
+
+        Without a timestamp, puts and deletes use the server clock in milliseconds; a delete
+        covers every version at or before its timestamp.
+        """
+        with (
+            self._write() as conn
+        ):  # server time is taken under the lock: commit order = time order
+            ts = _write_timestamp(timestamp)
+            info = self._writable(name)
+            puts, deletes = _plan_mutations(info, batches, ts)
+            if deletes_first:
+                self._apply_deletes(conn, info, deletes)
+                self._apply_puts(conn, info, puts)
+            else:
+                self._apply_puts(conn, info, puts)
+                self._apply_deletes(conn, info, deletes)
+
+    def delete_row(self, name: bytes, row: bytes, timestamp: int | None = None) -> None:
+        """Delete every family of ``row`` at or before ``timestamp`` (deleteAllRow[Ts])."""
+        with self._write() as conn:
+            ts = _write_timestamp(timestamp)
+            info = self._writable(name)
+            self._apply_deletes(
+                conn, info, [(row, fam, None, ts) for fam in info.family_index.values()]
+            )
+
+    def increment(self, increments: Sequence[tuple[bytes, bytes, bytes, int]]) -> list[int]:
+        """Atomically add to 8-byte big-endian counters; a missing counter counts as 0.
+
+        ``increments`` are ``(table, row, column, amount)``; a bare family names its empty
+        qualifier, as HBase's atomicIncrement does. All are applied in one transaction.
+        """
+        with self._write() as conn:
+            results: list[int] = []
+            for name, row, column, amount in increments:
+                info = self._writable(name)
+                check_row_key(row)
+                family, qualifier = parse_column(column)
+                fam = info.family_id(family)
+                qual = qualifier or b""
+                now = now_ms()
+                current = self._latest(conn, info, row, fam, qual, now)
+                if current is None:
+                    value, ts = to_i64(amount), now
+                else:
+                    old_ts, old_value = current
+                    if len(old_value) != 8:
+                        raise GatewayIOError(
+                            "DoNotRetryIOException: Field is not a long, it's "
+                            f"{len(old_value)} bytes wide"
+                        )
+                    value = to_i64(_I64.unpack(old_value)[0] + amount)
+                    ts = max(now, old_ts + 1)
+                self._apply_puts(conn, info, [(row, fam, qual, ts, _I64.pack(value))])
+                results.append(value)
+            return results
+
+    def append(
+        self, name: bytes, row: bytes, pairs: Sequence[tuple[bytes, bytes]]
+    ) -> list[StoredCell]:
+        """Append bytes to cells (missing cells start empty); returns the new cells."""
+        with self._write() as conn:
+            info = self._writable(name)
+            check_row_key(row)
+            now = now_ms()
+            written: dict[tuple[int, bytes], StoredCell] = {}
+            for column, value in pairs:
+                family, qualifier = parse_column(column)
+                fam = info.family_id(family)
+                qual = qualifier or b""
+                current = self._latest(conn, info, row, fam, qual, now)
+                if current is None:
+                    cell = (row, fam, qual, now, value)
+                else:
+                    cell = (row, fam, qual, max(now, current[0] + 1), current[1] + value)
+                self._apply_puts(conn, info, [cell])
+                written[(fam, qual)] = cell
+            return [written[key] for key in sorted(written)]
+
+    def check_and_put(
+        self,
+        name: bytes,
+        row: bytes,
+        column: bytes,
+        expected: bytes | None,
+        put_column: bytes,
+        put_value: bytes,
+    ) -> bool:
+        """Put one cell if ``column``'s newest value equals ``expected`` (None: is absent).
+
+        As in HBase, an empty ``expected`` also matches a missing cell.
+        """
+        family, qualifier = parse_column(column)
+        put_family, put_qualifier = parse_column(put_column)
+        if qualifier is None or put_qualifier is None:
+            raise GatewayIllegalArgument(
+                "IllegalArgumentException: checkAndPut needs family:qualifier columns"
+            )
+        check_row_key(row)
+        with self._write() as conn:
+            info = self._writable(name)
+            fam, put_fam = info.family_id(family), info.family_id(put_family)
+            now = now_ms()
+            current = self._latest(conn, info, row, fam, qualifier, now)
+            if expected is None or expected == b"":
+                matches = current is None or (expected == b"" and current[1] == b"")
+            else:
+                matches = current is not None and current[1] == expected
+            if matches:
+                self._apply_puts(conn, info, [(row, put_fam, put_qualifier, now, put_value)])
+            return matches
+
+    def _latest(
+        self, conn: sqlite3.Connection, info: TableInfo, row: bytes, fam: int, qual: bytes, now: int
+    ) -> tuple[int, bytes] | None:
+        """Newest live ``(timestamp, value)`` of one column, read inside the write transaction."""
+        found = conn.execute(
+            f"SELECT ts, value FROM {info.cells_table} "
+            "WHERE row = ? AND fam = ? AND qual = ? ORDER BY ts DESC LIMIT 1",
+            (row, fam, qual),
+        ).fetchone()
+        if found is None:
+            return None
+        ttl_ms = info.families[fam].ttl_ms
+        if ttl_ms is not None and found[0] < now - ttl_ms:
+            return None
+        return found
+
+    def _apply_puts(
+        self, conn: sqlite3.Connection, info: TableInfo, puts: list[StoredCell]
+    ) -> None:
+        if not puts:
+            return
+        if conn.execute(f"SELECT 1 FROM {info.markers_table} LIMIT 1").fetchone():
+            puts = self._unmasked(conn, info, puts)
+        conn.executemany(f"INSERT OR REPLACE INTO {info.cells_table} VALUES (?,?,?,?,?)", puts)
+
+    def _unmasked(
+        self, conn: sqlite3.Connection, info: TableInfo, puts: list[StoredCell]
+    ) -> list[StoredCell]:
+        """Drop puts that a delete marker (at or after their timestamp) masks."""
+        markers: dict[bytes, dict[tuple[int, int, bytes], int]] = {}
+        kept: list[StoredCell] = []
+        sql = f"SELECT fam, kind, qual, ts FROM {info.markers_table} WHERE row = ?"
+        for cell in puts:
+            row, fam, qual, ts = cell[0], cell[1], cell[2], cell[3]
+            row_markers = markers.get(row)
+            if row_markers is None:
+                row_markers = {(f, k, q): t for f, k, q, t in conn.execute(sql, (row,))}
+                markers[row] = row_markers
+            if row_markers:
+                masked_until = max(
+                    row_markers.get((fam, _FAMILY_MARKER, b""), -1),
+                    row_markers.get((fam, _COLUMN_MARKER, qual), -1),
+                )
+                if ts <= masked_until:
+                    continue
+            kept.append(cell)
+        return kept
+
+    def _apply_deletes(
+        self,
+        conn: sqlite3.Connection,
+        info: TableInfo,
+        deletes: list[tuple[bytes, int, bytes | None, int]],
+    ) -> None:
+        if not deletes:
+            return
+        families = [(row, fam, ts) for row, fam, qual, ts in deletes if qual is None]
+        columns = [(row, fam, qual, ts) for row, fam, qual, ts in deletes if qual is not None]
+        upsert = (
+            f"INSERT INTO {info.markers_table} VALUES (?,?,?,?,?) "
+            "ON CONFLICT (row, fam, kind, qual) DO UPDATE SET ts = max(ts, excluded.ts)"
+        )
+        if families:
+            conn.executemany(
+                f"DELETE FROM {info.cells_table} WHERE row = ? AND fam = ? AND ts <= ?", families
+            )
+            conn.executemany(
+                upsert, [(row, fam, _FAMILY_MARKER, b"", ts) for row, fam, ts in families]
+            )
+        if columns:
+            conn.executemany(
+                f"DELETE FROM {info.cells_table} "
+                "WHERE row = ? AND fam = ? AND qual = ? AND ts <= ?",
+                columns,
+            )
+            conn.executemany(
+                upsert, [(row, fam, _COLUMN_MARKER, qual, ts) for row, fam, qual, ts in columns]
+            )
+
+
+def _filters(selection: ColumnSelection | None, before_ts: int | None) -> tuple[str, list[object]]:
+    """SQL for a column selection and a time range ``[0, before_ts)``."""
+    where, params = ("", []) if selection is None else selection.sql()
+    if before_ts is not None and before_ts != LATEST_TIMESTAMP:
+        where += " AND ts < ?"
+        params.append(before_ts)
+    return where, params
+
+
+def _write_timestamp(timestamp: int | None) -> int:
+    if timestamp is None or timestamp == LATEST_TIMESTAMP:
+        return now_ms()
+    if timestamp < 0:
+        raise GatewayIllegalArgument(
+            f"IllegalArgumentException: Timestamp cannot be negative. ts={timestamp}"
+        )
+    return timestamp
+
+
+def _plan_mutations(
+    info: TableInfo, batches: Sequence[tuple[bytes, Sequence[Mutation]]], ts: int
+) -> tuple[list[StoredCell], list[tuple[bytes, int, bytes | None, int]]]:
+    """Validate a whole batch before anything is written, so a bad mutation changes nothing."""
+    family_index = info.family_index
+    puts: list[StoredCell] = []
+    deletes: list[tuple[bytes, int, bytes | None, int]] = []
+    for row, mutations in batches:
+        check_row_key(row)
+        for is_delete, column, value in mutations:
+            i = column.find(b":")
+            family = column if i < 0 else column[:i]
+            fam = family_index.get(family)
+            if fam is None:
+                info.family_id(family)  # raises NoSuchColumnFamily
+            if i < 0:
+                if not is_delete:
+                    raise GatewayIllegalArgument(
+                        "IllegalArgumentException: Invalid famAndQf provided: a put needs "
+                        f"family:qualifier, got {show_bytes(column)!r}"
+                    )
+                deletes.append((row, fam, None, ts))
+            elif is_delete:
+                deletes.append((row, fam, column[i + 1 :], ts))
+            else:
+                puts.append((row, fam, column[i + 1 :], ts, value or b""))
+    return puts, deletes

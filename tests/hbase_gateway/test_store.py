@@ -1,0 +1,112 @@
+"""The storage engine below the wire: what compaction reclaims, and the on-disk layout."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from profile_store.hbase_gateway.errors import GatewayIOError
+from profile_store.hbase_gateway.schema import FamilyDescriptor
+from profile_store.hbase_gateway.store import Store, now_ms
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    opened = Store(tmp_path)
+    opened.create_table(
+        b"t",
+        [FamilyDescriptor(b"cf", max_versions=2), FamilyDescriptor(b"ttl", time_to_live=60)],
+    )
+    yield opened
+    opened.close()
+
+
+def stored(store: Store, sql_table: str) -> int:
+    with sqlite3.connect(store.path) as conn:
+        return conn.execute(f"SELECT COUNT(*) FROM {sql_table}").fetchone()[0]
+
+
+def put(store: Store, row: bytes, column: bytes, value: bytes, ts: int) -> None:
+    store.mutate_rows(b"t", [(row, [(False, column, value)])], ts)
+
+
+def test_compaction_reclaims_versions_beyond_max_versions(store: Store) -> None:
+    for ts in range(1, 6):
+        put(store, b"r", b"cf:a", b"v%d" % ts, ts)
+    cells = store.table(b"t").cells_table
+    assert stored(store, cells) == 5
+    store.compact(b"t", major=False)
+    assert stored(store, cells) == 2
+
+
+def test_compaction_reclaims_expired_cells(store: Store) -> None:
+    put(store, b"r", b"ttl:a", b"old", now_ms() - 120_000)
+    put(store, b"r", b"ttl:b", b"new", now_ms())
+    store.compact(b"t", major=False)
+    assert stored(store, store.table(b"t").cells_table) == 1
+
+
+def test_delete_removes_covered_cells_at_once_and_keeps_a_marker(store: Store) -> None:
+    put(store, b"r", b"cf:a", b"x", 10)
+    store.mutate_rows(b"t", [(b"r", [(True, b"cf:a", None)])], 20)
+    info = store.table(b"t")
+    assert stored(store, info.cells_table) == 0
+    assert stored(store, info.markers_table) == 1
+
+
+def test_only_major_compaction_drops_delete_markers(store: Store) -> None:
+    store.delete_row(b"t", b"r", 20)
+    markers = store.table(b"t").markers_table
+    store.compact(b"t", major=False)
+    assert stored(store, markers) == 2  # one family marker per family
+    store.compact(b"t", major=True)
+    assert stored(store, markers) == 0
+
+
+def test_compaction_walks_tables_larger_than_one_chunk(store: Store) -> None:
+    for ts in (1, 2, 3):
+        store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"v")]) for i in range(5000)], ts)
+    store.compact(b"t", major=False)
+    assert stored(store, store.table(b"t").cells_table) == 10_000
+
+
+def test_deleting_a_table_drops_its_storage(store: Store) -> None:
+    info = store.table(b"t")
+    store.set_enabled(b"t", False)
+    store.delete_table(b"t")
+    with sqlite3.connect(store.path) as conn:
+        names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    assert info.cells_table not in names and info.markers_table not in names
+    with pytest.raises(GatewayIOError):
+        store.table(b"t")
+
+
+def test_major_compaction_returns_space_to_the_file_system(store: Store) -> None:
+    for ts in range(1, 11):
+        store.mutate_rows(
+            b"t", [(b"r%05d" % i, [(False, b"cf:a", b"x" * 200)]) for i in range(2000)], ts
+        )
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = store.path.stat().st_size
+    store.compact(b"t", major=True)
+    assert store.path.stat().st_size < before * 0.4
+
+
+def test_deleting_a_table_returns_space_to_the_file_system(store: Store) -> None:
+    store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"x" * 500)]) for i in range(4000)])
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    before = store.path.stat().st_size
+    store.set_enabled(b"t", False)
+    store.delete_table(b"t")
+    with sqlite3.connect(store.path) as conn:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert store.path.stat().st_size < before * 0.2
+
+
+def test_store_uses_write_ahead_logging(store: Store) -> None:
+    with sqlite3.connect(store.path) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
