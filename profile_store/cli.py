@@ -13,6 +13,7 @@ import sys
 COMMAND_MODULES = (
     "profile_store.generator.cli",
     "profile_store.hbase_gateway.cli",
+    "profile_store.audiences.cli",
 )
 
 

@@ -19,7 +19,5 @@ def resources_from_env(env: dict[str, str] | None = None) -> dict:
     return {
         "spark": spark_resource_from_env(env),
         "lake": LakeResource.from_env(env),
-        "hbase": HBaseResource.from_env(
-            env, data_dir=env.get("PROFILES_HBASE_DATA_DIR", "data/hbase")
-        ),
+        "hbase": HBaseResource.from_env(env),
     }

@@ -3,14 +3,14 @@
 With no ``host`` configured the resource starts the embedded gateway
 (``profile_store.hbase_gateway``) as a child process on a free port over ``data_dir``, the first
 time a connection is needed, and stops it when the step ends. With a host (``HBASE_THRIFT_HOST``
-in production) it talks to that server; asset code is the same either way.
+in production) it talks to that server; asset code is the same either way. Settings, their
+environment variables and the pool itself come from ``profile_store.hbase_client``, which the
+command line and the HTTP services share.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
-import queue
 import threading
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -19,19 +19,7 @@ import happybase
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from profile_store.hbase_gateway.process import EmbeddedGateway
-
-TRANSPORTS = ("buffered", "framed")
-PROTOCOLS = ("binary", "compact")
-
-ENV_VARS = {
-    "host": "HBASE_THRIFT_HOST",
-    "port": "HBASE_THRIFT_PORT",
-    "transport": "HBASE_THRIFT_TRANSPORT",
-    "protocol": "HBASE_THRIFT_PROTOCOL",
-    "table_prefix": "HBASE_TABLE_PREFIX",
-}
-"""The one place that maps environment variables onto resource fields."""
+from profile_store.hbase_client import DEFAULT_DATA_DIR, HBaseSettings, hbase_pool
 
 
 class HBaseResource(ConfigurableResource):
@@ -59,69 +47,60 @@ class HBaseResource(ConfigurableResource):
     )
     compat: str = Field(default="0.98", description="happybase compat mode (0.90 .. 0.98).")
     data_dir: str = Field(
-        default="data/hbase", description="Store directory of the embedded gateway."
+        default=DEFAULT_DATA_DIR, description="Store directory of the embedded gateway."
     )
 
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _gateway: EmbeddedGateway | None = PrivateAttr(default=None)
+    _open: contextlib.ExitStack | None = PrivateAttr(default=None)
     _pool: happybase.ConnectionPool | None = PrivateAttr(default=None)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> HBaseResource:
-        """Build from ``HBASE_THRIFT_*`` / ``HBASE_TABLE_PREFIX``; ``overrides`` win."""
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for field_name, var in ENV_VARS.items():
-            raw = env.get(var)
-            if raw:
-                values[field_name] = int(raw) if field_name == "port" else raw
-        values.update(overrides)
-        return cls(**values)
+        """Build from ``HBASE_THRIFT_*``, ``HBASE_TABLE_PREFIX``, ``PROFILES_HBASE_DATA_DIR``."""
+        settings = HBaseSettings.from_env(environ, **overrides)
+        return cls(
+            host=settings.host,
+            port=settings.port,
+            transport=settings.transport,
+            protocol=settings.protocol,
+            table_prefix=settings.table_prefix,
+            pool_size=settings.pool_size,
+            timeout_ms=settings.timeout_ms,
+            compat=settings.compat,
+            data_dir=settings.data_dir,
+        )
 
     @property
     def embedded(self) -> bool:
         return not self.host
 
+    def settings(self) -> HBaseSettings:
+        """The resource's settings, validated (a bad value raises ``ValueError``)."""
+        return HBaseSettings(
+            host=self.host,
+            port=self.port,
+            transport=self.transport,
+            protocol=self.protocol,
+            table_prefix=self.table_prefix,
+            pool_size=self.pool_size,
+            timeout_ms=self.timeout_ms,
+            data_dir=self.data_dir,
+            compat=self.compat,
+        )
+
     def setup_for_execution(self, context: InitResourceContext) -> None:
-        self._check_settings()
+        self.settings()
 
     def teardown_after_execution(self, context: InitResourceContext) -> None:
         self.close()
-
-    def _check_settings(self) -> None:
-        if self.transport not in TRANSPORTS:
-            raise ValueError(f"transport must be one of {TRANSPORTS}, got {self.transport!r}")
-        if self.protocol not in PROTOCOLS:
-            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
-        if self.pool_size < 1:
-            raise ValueError(f"pool_size must be at least 1, got {self.pool_size}")
 
     def pool(self) -> happybase.ConnectionPool:
         """The connection pool, starting the embedded gateway on first use if needed."""
         with self._lock:
             if self._pool is None:
-                self._check_settings()
-                if self.embedded:
-                    self._gateway = EmbeddedGateway(
-                        self.data_dir, transport=self.transport, protocol=self.protocol
-                    ).start()
-                    host, port = self._gateway.host, self._gateway.port
-                else:
-                    host, port = self.host, self.port
-                try:
-                    self._pool = happybase.ConnectionPool(
-                        self.pool_size,
-                        host=host,
-                        port=port,
-                        timeout=self.timeout_ms,
-                        transport=self.transport,
-                        protocol=self.protocol,
-                        table_prefix=self.table_prefix,
-                        compat=self.compat,
-                    )
-                except BaseException:
-                    self._stop_gateway()
-                    raise
+                stack = contextlib.ExitStack()
+                self._pool = stack.enter_context(hbase_pool(self.settings()))
+                self._open = stack
             return self._pool
 
     @contextlib.contextmanager
@@ -137,28 +116,12 @@ class HBaseResource(ConfigurableResource):
     @property
     def address(self) -> tuple[str, int]:
         """``(host, port)`` actually used (the embedded gateway's once started)."""
-        if self.embedded:
-            self.pool()
-            assert self._gateway is not None and self._gateway.port is not None
-            return self._gateway.host, self._gateway.port
-        assert self.host is not None
-        return self.host, self.port
+        with self.connection() as connection:
+            return connection.host, connection.port
 
     def close(self) -> None:
         """Close pooled connections and stop the embedded gateway, if this resource started it."""
         with self._lock:
-            pool, self._pool = self._pool, None
-            if pool is not None:
-                # happybase's pool has no close(); its idle connections wait in ``_queue``.
-                while True:
-                    try:
-                        connection = pool._queue.get_nowait()
-                    except queue.Empty:
-                        break
-                    connection.close()
-            self._stop_gateway()
-
-    def _stop_gateway(self) -> None:
-        gateway, self._gateway = self._gateway, None
-        if gateway is not None:
-            gateway.stop()
+            stack, self._open, self._pool = self._open, None, None
+        if stack is not None:
+            stack.close()

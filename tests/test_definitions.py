@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-from datetime import date
 
 from dagster import DagsterInstance, materialize
 
@@ -54,10 +53,7 @@ def run_day(tmp_path):
 
 
 def check_outcomes(result) -> dict[str, bool]:
-    return {
-        e.check_name: e.passed
-        for e in result.get_asset_check_evaluations()
-    }
+    return {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
 
 
 def test_definitions_list_every_asset_and_check():

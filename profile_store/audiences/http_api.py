@@ -1,0 +1,482 @@
+"""The audience HTTP service (FastAPI): ``POST /v1/audiences/estimate``, ``GET /v1/health``.
+
+Every request carries an API key (``X-API-Key``) that maps to a tenant and the apps it may query
+(``tenants.py``). The body is the audience query itself, the JSON tree of ``query.py``. Every
+error has one shape, ``{"error": code, "message": text, "path": JSON path or null}``:
+
+| status | error | when |
+| --- | --- | --- |
+| 400 | ``invalid_json`` | the body is empty, not UTF-8, not JSON, or nested too deeply to decode |
+| 400 | ``invalid_query`` | the JSON is not a valid query; ``path`` locates the fault |
+| 400 | ``invalid_request`` | a header or parameter FastAPI validates is malformed |
+| 401 | ``unauthorized`` | ``X-API-Key`` is missing or unknown |
+| 403 | ``forbidden_app`` | a leaf names an app outside the tenant; ``path`` is its ``app_id`` |
+| 413 | ``body_too_large`` | the body exceeds ``MAX_BODY_BYTES`` |
+| 422 | ``unanswerable_query`` | valid, but unanswerable (day not built, attribute trimmed) |
+| 502 | ``hbase_error`` | HBase answered with an error |
+| 503 | ``hbase_unavailable`` | HBase cannot be reached |
+
+The endpoints are plain functions, so FastAPI runs them in its thread pool; each estimate takes
+a connection from the happybase pool for the duration of its scans.
+"""
+
+import json
+import logging
+import time
+from datetime import date
+from http import HTTPStatus
+from typing import Annotated, Any, Literal
+
+from fastapi import Depends, FastAPI, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyHeader
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from thriftpy2.thrift import TException
+from thriftpy2.transport import TTransportException
+from typing_extensions import TypeAliasType
+
+from profile_store.audiences.engine import AudienceEngine
+from profile_store.audiences.query import QueryError, leaves
+from profile_store.audiences.tenants import (
+    MAX_MIN_COUNT,
+    ForbiddenApp,
+    Tenant,
+    Tenants,
+    admissible_query,
+)
+
+logger = logging.getLogger(__name__)
+
+API_VERSION = "1.0.0"
+API_KEY_HEADER = "X-API-Key"
+MAX_BODY_BYTES = 64 * 1024
+ESTIMATE_PATH = "/v1/audiences/estimate"
+HEALTH_PATH = "/v1/health"
+
+
+# --- documentation of the query tree (validation is query.parse_query, with JSON paths) -------
+
+
+class LeafQuery(BaseModel):
+    """Users of one app who sent one event type within a date range (UTC days, inclusive)."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        title="Leaf",
+        json_schema_extra={
+            "examples": [
+                {
+                    "app_id": "com.shop",
+                    "event_type": "add_to_cart",
+                    "date_from": "2026-11-01",
+                    "date_to": "2026-11-30",
+                    "min_count": 3,
+                    "attributes": {"product_type": "shoes"},
+                }
+            ]
+        },
+    )
+
+    app_id: str = Field(min_length=1, description="The app; the API key's tenant must own it.")
+    event_type: str = Field(min_length=1, description="The event type, e.g. `purchase`.")
+    date_from: date = Field(description="First UTC day (YYYY-MM-DD).")
+    date_to: date = Field(description="Last UTC day (YYYY-MM-DD), at most 366 days after.")
+    min_count: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_MIN_COUNT,
+        description="Only users with at least this many such events in the range.",
+    )
+    attributes: dict[str, str] = Field(
+        default_factory=dict,
+        description="Event attribute filters (name: value, all must match). Filtering on an "
+        "attribute that was trimmed or never seen is a 422, never a silently wrong number.",
+    )
+
+
+class UnionQuery(BaseModel):
+    """Users in any of the sub-queries."""
+
+    model_config = ConfigDict(extra="forbid", title="Union")
+    union: list["AudienceQuery"] = Field(min_length=2)
+
+
+class IntersectionQuery(BaseModel):
+    """Users in every sub-query."""
+
+    model_config = ConfigDict(extra="forbid", title="Intersection")
+    intersection: list["AudienceQuery"] = Field(min_length=2)
+
+
+class DifferenceQuery(BaseModel):
+    """Users in the first sub-query and in none of the others."""
+
+    model_config = ConfigDict(extra="forbid", title="Difference")
+    difference: list["AudienceQuery"] = Field(min_length=2)
+
+
+AudienceQuery = TypeAliasType(
+    "AudienceQuery", LeafQuery | UnionQuery | IntersectionQuery | DifferenceQuery
+)
+for _model in (UnionQuery, IntersectionQuery, DifferenceQuery):
+    _model.model_rebuild()
+
+QUERY_EXAMPLES: dict[str, dict[str, Any]] = {
+    "leaf": {
+        "summary": "Users who purchased in November",
+        "value": {
+            "app_id": "com.shop",
+            "event_type": "purchase",
+            "date_from": "2026-11-01",
+            "date_to": "2026-11-30",
+        },
+    },
+    "funnel": {
+        "summary": "Installed, added shoes to the cart 3+ times, never purchased",
+        "value": {
+            "difference": [
+                {
+                    "intersection": [
+                        {
+                            "app_id": "com.shop",
+                            "event_type": "install",
+                            "date_from": "2026-11-01",
+                            "date_to": "2026-11-30",
+                        },
+                        {
+                            "app_id": "com.shop",
+                            "event_type": "add_to_cart",
+                            "date_from": "2026-11-01",
+                            "date_to": "2026-11-30",
+                            "min_count": 3,
+                            "attributes": {"product_type": "shoes"},
+                        },
+                    ]
+                },
+                {
+                    "app_id": "com.shop",
+                    "event_type": "purchase",
+                    "date_from": "2026-11-01",
+                    "date_to": "2026-11-30",
+                },
+            ]
+        },
+    },
+}
+
+
+def query_schemas() -> dict[str, Any]:
+    """OpenAPI component schemas of the query tree, ``AudienceQuery`` and its node types."""
+    schema = TypeAdapter(AudienceQuery).json_schema(ref_template="#/components/schemas/{model}")
+    return schema["$defs"]
+
+
+# --- response models ----------------------------------------------------------------------------
+
+
+class AudienceEstimateResponse(BaseModel):
+    """The audience size with its 95% bounds."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "estimate": 48211.7,
+                    "lower_95": 46802.0,
+                    "upper_95": 49660.3,
+                    "exact": False,
+                    "rows_read": 64,
+                    "elapsed_ms": 12.4,
+                    "warnings": [],
+                }
+            ]
+        }
+    )
+
+    estimate: float = Field(description="Estimated number of unique users.")
+    lower_95: float = Field(description="Lower bound, about 95% confidence.")
+    upper_95: float = Field(description="Upper bound, about 95% confidence.")
+    exact: bool = Field(description="True when every set was small enough to count exactly.")
+    rows_read: int = Field(description="Sketch rows scanned in HBase.")
+    elapsed_ms: float = Field(description="Time taken by the engine.")
+    warnings: list[str] = Field(description="Caveats, e.g. too few samples after intersection.")
+
+
+class ErrorResponse(BaseModel):
+    """Why a request was refused."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "error": "invalid_query",
+                    "message": "must be a positive integer",
+                    "path": "$.difference[0].intersection[1].min_count",
+                }
+            ]
+        }
+    )
+
+    error: str = Field(description="Machine-readable code, e.g. `invalid_query`.")
+    message: str = Field(description="What is wrong, for humans.")
+    path: str | None = Field(
+        default=None, description="JSON path of the offending value in the query, if any."
+    )
+
+
+class HealthResponse(BaseModel):
+    """Whether the service can read the sketch table."""
+
+    model_config = ConfigDict(
+        json_schema_extra={"examples": [{"status": "ok", "detail": "", "elapsed_ms": 1.8}]}
+    )
+
+    status: Literal["ok", "unavailable"]
+    detail: str = Field(description="Empty when ok; otherwise what failed.")
+    elapsed_ms: float = Field(description="Time the HBase round trip took.")
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+class ApiError(Exception):
+    def __init__(
+        self,
+        status: int,
+        error: str,
+        message: str,
+        path: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error = error
+        self.message = message
+        self.path = path
+        self.headers = headers
+
+
+def _printable(text: str) -> str:
+    """Echoed input may hold unpaired surrogates, which cannot be encoded as UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _error_response(
+    status: int,
+    error: str,
+    message: str,
+    path: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    body = ErrorResponse(
+        error=error, message=_printable(message), path=None if path is None else _printable(path)
+    )
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+def _hbase_reason(exc: TException) -> str:
+    """HBase's own message (e.g. ``TableNotFoundException: sketches``), else the error type."""
+    message = getattr(exc, "message", None)
+    if isinstance(message, bytes):
+        message = message.decode("utf-8", "replace")
+    return _printable(str(message))[:300] if message else type(exc).__name__
+
+
+def _error_doc(description: str) -> dict[str, Any]:
+    return {"model": ErrorResponse, "description": description}
+
+
+# --- request parsing ----------------------------------------------------------------------------
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+async def query_body(request: Request) -> Any:
+    """The body decoded as JSON, within ``MAX_BODY_BYTES``; errors are 400 or 413."""
+    too_large = ApiError(
+        413, "body_too_large", f"the query exceeds {MAX_BODY_BYTES} bytes", path="$"
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY_BYTES:
+            raise too_large
+        chunks.append(chunk)
+    body = b"".join(chunks)
+    if not body.strip():
+        raise ApiError(400, "invalid_json", "empty body: expected a JSON audience query", "$")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ApiError(400, "invalid_json", f"the body is not UTF-8: {exc}", "$") from None
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
+    except RecursionError:
+        raise ApiError(400, "invalid_json", "the JSON is nested too deeply", "$") from None
+    except ValueError as exc:
+        raise ApiError(400, "invalid_json", f"not valid JSON: {exc}", "$") from None
+
+
+# --- the application ----------------------------------------------------------------------------
+
+DESCRIPTION = """\
+Unique-user audience estimates from the HBase sketch tables.
+
+Send the audience query as the JSON body: a leaf
+(`app_id`, `event_type`, `date_from`, `date_to`, optional `min_count` and `attributes`) or a
+`union` / `intersection` / `difference` of at least two sub-queries (at most 8 levels and 32
+leaves). Authenticate with the `X-API-Key` header; a key may query only its tenant's apps.
+Errors always have the shape `{"error", "message", "path"}`, where `path` is the JSON path of
+the offending value, e.g. `$.difference[0].intersection[1].min_count`.
+"""
+
+
+def create_app(engine: AudienceEngine, tenants: Tenants) -> FastAPI:
+    """The service answering from ``engine``, with access controlled by ``tenants``."""
+    app = FastAPI(
+        title="Audience estimates",
+        version=API_VERSION,
+        description=DESCRIPTION,
+        openapi_tags=[
+            {"name": "audiences", "description": "Audience size estimates"},
+            {"name": "operations", "description": "Service health"},
+        ],
+    )
+    api_key_header = APIKeyHeader(
+        name=API_KEY_HEADER,
+        auto_error=False,
+        description="The tenant's API key; it decides which app_ids a query may name.",
+    )
+
+    @app.exception_handler(ApiError)
+    async def api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        return _error_response(exc.status, exc.error, exc.message, exc.path, exc.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        phrase = HTTPStatus(exc.status_code).phrase
+        return _error_response(
+            exc.status_code,
+            phrase.lower().replace(" ", "_"),
+            str(exc.detail or phrase),
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def request_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        return _error_response(400, "invalid_request", f"{where}: {first.get('msg', 'invalid')}")
+
+    def current_tenant(api_key: Annotated[str | None, Security(api_key_header)]) -> Tenant:
+        tenant = tenants.authenticate(api_key)
+        if tenant is None:
+            reason = "unknown API key" if api_key else f"missing {API_KEY_HEADER} header"
+            raise ApiError(401, "unauthorized", reason, headers={"WWW-Authenticate": "ApiKey"})
+        return tenant
+
+    @app.post(
+        ESTIMATE_PATH,
+        tags=["audiences"],
+        summary="Estimate an audience's size",
+        response_model=AudienceEstimateResponse,
+        responses={
+            400: _error_doc("Not JSON, or not a valid query (`path` locates the fault)."),
+            401: _error_doc("Missing or unknown API key."),
+            403: _error_doc("The query names an app of another tenant."),
+            413: _error_doc(f"The body exceeds {MAX_BODY_BYTES} bytes."),
+            422: _error_doc(
+                "A valid query the sketches cannot answer (unbuilt day, trimmed attribute)."
+            ),
+            502: _error_doc("HBase answered with an error."),
+            503: _error_doc("HBase cannot be reached."),
+        },
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "description": "The audience query tree.",
+                "content": {
+                    "application/json": {
+                        "schema": {"$ref": "#/components/schemas/AudienceQuery"},
+                        "examples": QUERY_EXAMPLES,
+                    }
+                },
+            }
+        },
+    )
+    def estimate(
+        tenant: Annotated[Tenant, Depends(current_tenant)],
+        tree: Annotated[Any, Depends(query_body)],
+    ) -> AudienceEstimateResponse:
+        try:
+            query = admissible_query(tree, engine.limits)
+        except QueryError as exc:
+            raise ApiError(400, "invalid_query", exc.problem, exc.path) from None
+        try:
+            tenant.authorize(query)
+        except ForbiddenApp as exc:
+            raise ApiError(
+                403,
+                "forbidden_app",
+                f"this API key may not query app {exc.app_id!r}",
+                exc.path,
+            ) from None
+        try:
+            answer = engine.estimate(tree)
+        except QueryError as exc:
+            raise ApiError(422, "unanswerable_query", exc.problem, exc.path) from None
+        except (TTransportException, OSError) as exc:
+            logger.warning("HBase unreachable during an estimate: %r", exc)
+            raise ApiError(503, "hbase_unavailable", "HBase cannot be reached") from None
+        except TException as exc:
+            logger.error("HBase error during an estimate: %r", exc)
+            raise ApiError(502, "hbase_error", f"HBase error: {_hbase_reason(exc)}") from None
+        logger.info(
+            "estimate tenant=%s leaves=%d rows_read=%d elapsed_ms=%.1f",
+            tenant.name,
+            len(leaves(query)),
+            answer.rows_read,
+            answer.elapsed_ms,
+        )
+        return AudienceEstimateResponse(**answer.to_dict())
+
+    @app.get(
+        HEALTH_PATH,
+        tags=["operations"],
+        summary="Check that HBase and the sketch table answer",
+        response_model=HealthResponse,
+        responses={503: {"model": HealthResponse, "description": "HBase is not usable."}},
+    )
+    def health() -> JSONResponse:
+        started = time.perf_counter()
+        status, detail, code = "ok", "", 200
+        try:
+            with engine.open_table() as table:
+                table.families()
+        except (TTransportException, OSError) as exc:
+            logger.warning("health: HBase unreachable: %r", exc)
+            status, detail, code = "unavailable", "HBase cannot be reached", 503
+        except TException as exc:
+            logger.warning("health: sketch table unreadable: %r", exc)
+            status, detail = "unavailable", f"sketch table unreadable: {_hbase_reason(exc)}"
+            code = 503
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        body = HealthResponse(status=status, detail=detail, elapsed_ms=elapsed_ms)
+        return JSONResponse(body.model_dump(), status_code=code)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = FastAPI.openapi(app)
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(query_schemas())
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,179 @@
+"""Query admission: which apps an API key may query, and what the engine can answer.
+
+Tenants are configured in a JSON file::
+
+    {
+      "tenants": [
+        {"name": "shop-co",
+         "api_keys": ["shop-co-3b8f0d6c1a9e4f27"],
+         "app_ids": ["com.shop", "com.shop|eu"]},
+        {"name": "rival-inc",
+         "api_keys": ["rival-inc-91c2e07d5b6a4d18", "rival-inc-rotated-5e4d3c2b1a09"],
+         "app_ids": ["com.rival"]}
+      ]
+    }
+
+``name``: unique, for logs and messages. ``api_keys``: one or more keys (at least 16 characters;
+several allow rotation), each belonging to exactly one tenant. ``app_ids``: the apps the
+tenant's queries may name; every leaf of a query must name one of them. Keys are held only as
+SHA-256 digests in memory. Any other field is an error, so a typo cannot widen access.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+from typing import Any
+
+from profile_store.audiences.query import Leaf, Node, QueryError, QueryLimits, leaves, parse_query
+
+MIN_KEY_LENGTH = 16
+TENANT_FIELDS = {"name", "api_keys", "app_ids"}
+MAX_MIN_COUNT = (1 << 63) - 1
+"""Largest ``min_count`` answered: event counts are 64-bit integers."""
+
+
+class TenantConfigError(ValueError):
+    """An unusable tenants file; the message names the JSON path of the fault."""
+
+
+class ForbiddenApp(Exception):
+    """A query names an app outside the caller's tenant."""
+
+    def __init__(self, path: str, app_id: str, tenant: str) -> None:
+        super().__init__(f"{path}: tenant {tenant!r} may not query app {app_id!r}")
+        self.path = path
+        self.app_id = app_id
+        self.tenant = tenant
+
+
+@dataclass(frozen=True)
+class Tenant:
+    name: str
+    app_ids: frozenset[str]
+
+    def authorize(self, query: Node) -> None:
+        """Raise ``ForbiddenApp`` for the first leaf naming an app this tenant may not query."""
+        for leaf in leaves(query):
+            if leaf.app_id not in self.app_ids:
+                raise ForbiddenApp(f"{leaf.path}.app_id", leaf.app_id, self.name)
+
+
+def _digest(api_key: str) -> bytes:
+    return hashlib.sha256(api_key.encode("utf-8", "surrogatepass")).digest()
+
+
+class Tenants:
+    """API key -> tenant, from the JSON configuration described in this module."""
+
+    def __init__(self, tenants_by_key: dict[str, Tenant]) -> None:
+        self._by_digest = {_digest(key): tenant for key, tenant in tenants_by_key.items()}
+        self.names = sorted({tenant.name for tenant in tenants_by_key.values()})
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def authenticate(self, api_key: str | None) -> Tenant | None:
+        """The tenant of ``api_key``, or None for a missing or unknown key."""
+        if not api_key:
+            return None
+        return self._by_digest.get(_digest(api_key))
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> Tenants:
+        path = Path(path)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise TenantConfigError(f"{path}: cannot read the tenants file: {exc}") from None
+        try:
+            config = json.loads(text)
+        except ValueError as exc:
+            raise TenantConfigError(f"{path}: not valid JSON: {exc}") from None
+        try:
+            return cls.from_config(config)
+        except TenantConfigError as exc:
+            raise TenantConfigError(f"{path}: {exc}") from None
+
+    @classmethod
+    def from_config(cls, config: Any) -> Tenants:
+        if not isinstance(config, dict) or set(config) != {"tenants"}:
+            raise TenantConfigError('$: expected an object with one key, "tenants"')
+        entries = config["tenants"]
+        if not isinstance(entries, list) or not entries:
+            raise TenantConfigError("$.tenants: expected a non-empty list of tenants")
+        by_key: dict[str, Tenant] = {}
+        names: set[str] = set()
+        for i, entry in enumerate(entries):
+            path = f"$.tenants[{i}]"
+            tenant, keys = _parse_tenant(entry, path)
+            if tenant.name in names:
+                raise TenantConfigError(f"{path}.name: duplicate tenant name {tenant.name!r}")
+            names.add(tenant.name)
+            for j, key in enumerate(keys):
+                if key in by_key:
+                    raise TenantConfigError(
+                        f"{path}.api_keys[{j}]: key already belongs to tenant {by_key[key].name!r}"
+                    )
+                by_key[key] = tenant
+        return cls(by_key)
+
+
+def _parse_tenant(entry: Any, path: str) -> tuple[Tenant, list[str]]:
+    if not isinstance(entry, dict):
+        raise TenantConfigError(f"{path}: expected an object")
+    unknown = sorted(set(entry) - TENANT_FIELDS)
+    if unknown:
+        raise TenantConfigError(f"{path}.{unknown[0]}: unknown field")
+    name = entry.get("name")
+    if not isinstance(name, str) or not name:
+        raise TenantConfigError(f"{path}.name: required, a non-empty string")
+    keys = _strings(entry.get("api_keys"), f"{path}.api_keys")
+    for j, key in enumerate(keys):
+        if len(key) < MIN_KEY_LENGTH:
+            raise TenantConfigError(
+                f"{path}.api_keys[{j}]: too short, keys have at least {MIN_KEY_LENGTH} characters"
+            )
+    app_ids = _strings(entry.get("app_ids"), f"{path}.app_ids")
+    return Tenant(name=name, app_ids=frozenset(app_ids)), keys
+
+
+def _strings(value: Any, path: str) -> list[str]:
+    if not isinstance(value, list) or not value:
+        raise TenantConfigError(f"{path}: required, a non-empty list of strings")
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not item:
+            raise TenantConfigError(f"{path}[{i}]: expected a non-empty string")
+    return list(value)
+
+
+def admissible_query(tree: Any, limits: QueryLimits | None = None) -> Node:
+    """``parse_query`` plus the bounds the engine's storage imposes, as ``QueryError``s.
+
+    Rejected here, with the path of the value: strings that are not valid Unicode (lone
+    surrogates cannot become row keys), ``date_to`` on the last representable day (a scan stops
+    at the next day) and ``min_count`` beyond 64-bit event counts.
+    """
+    query = parse_query(tree, limits)
+    for leaf in leaves(query):
+        _check_leaf(leaf)
+    return query
+
+
+def _check_leaf(leaf: Leaf) -> None:
+    texts = [(f"{leaf.path}.app_id", leaf.app_id), (f"{leaf.path}.event_type", leaf.event_type)]
+    for name, value in leaf.attributes.items():
+        texts.append((f"{leaf.path}.attributes", name))
+        texts.append((f"{leaf.path}.attributes.{name}", value))
+    for path, text in texts:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise QueryError(path, "not valid Unicode (unpaired surrogate)") from None
+    if leaf.date_to >= date.max:
+        raise QueryError(f"{leaf.path}.date_to", f"must be before {date.max.isoformat()}")
+    if leaf.min_count is not None and leaf.min_count > MAX_MIN_COUNT:
+        raise QueryError(f"{leaf.path}.min_count", f"must be at most {MAX_MIN_COUNT}")

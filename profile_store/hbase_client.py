@@ -1,0 +1,164 @@
+"""HBase connections outside Dagster: settings from the environment and a happybase pool.
+
+The command line and the HTTP service use this module; it imports no Dagster. With no host the
+pool talks to an embedded gateway (``profile_store.hbase_gateway``) started over ``data_dir`` for
+the lifetime of the ``with`` block; with a host it talks to that Thrift-1 server (a real HBase
+cluster's ``hbase thrift start``). The environment variables are the ones the Dagster resource
+reads, so one configuration drives the pipeline, the CLI and the service.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, fields, replace
+from typing import Any
+
+import happybase
+
+from profile_store.audiences.sketch_table import SKETCH_TABLE
+from profile_store.hbase_gateway.process import EmbeddedGateway
+
+TRANSPORTS = ("buffered", "framed")
+PROTOCOLS = ("binary", "compact")
+DEFAULT_DATA_DIR = "data/hbase"
+
+ENV_VARS = {
+    "host": "HBASE_THRIFT_HOST",
+    "port": "HBASE_THRIFT_PORT",
+    "transport": "HBASE_THRIFT_TRANSPORT",
+    "protocol": "HBASE_THRIFT_PROTOCOL",
+    "table_prefix": "HBASE_TABLE_PREFIX",
+    "data_dir": "PROFILES_HBASE_DATA_DIR",
+}
+"""Environment variable of each setting (the same names the Dagster resource reads)."""
+
+_INT_SETTINGS = {"port", "pool_size", "timeout_ms"}
+
+
+@dataclass(frozen=True)
+class HBaseSettings:
+    """Where HBase is and how to talk to it; ``host=None`` means the embedded gateway."""
+
+    host: str | None = None
+    port: int = 9090
+    transport: str = "buffered"
+    protocol: str = "binary"
+    table_prefix: str | None = None
+    pool_size: int = 4
+    timeout_ms: int | None = None
+    data_dir: str = DEFAULT_DATA_DIR
+    compat: str = "0.98"
+
+    def __post_init__(self) -> None:
+        if self.transport not in TRANSPORTS:
+            raise ValueError(f"transport must be one of {TRANSPORTS}, got {self.transport!r}")
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"protocol must be one of {PROTOCOLS}, got {self.protocol!r}")
+        if not 0 < self.port < 65536:
+            raise ValueError(f"port must be between 1 and 65535, got {self.port}")
+        if self.pool_size < 1:
+            raise ValueError(f"pool_size must be at least 1, got {self.pool_size}")
+        if self.timeout_ms is not None and self.timeout_ms < 1:
+            raise ValueError(f"timeout_ms must be positive, got {self.timeout_ms}")
+
+    @property
+    def embedded(self) -> bool:
+        return not self.host
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> HBaseSettings:
+        """Settings from ``ENV_VARS`` (unset or empty: the default); non-None ``overrides`` win."""
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for name, var in ENV_VARS.items():
+            raw = env.get(var)
+            if raw:
+                values[name] = _int_setting(var, raw) if name in _INT_SETTINGS else raw
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(overrides) - known)
+        if unknown:
+            raise TypeError(f"unknown HBase settings: {', '.join(unknown)}")
+        values.update({name: value for name, value in overrides.items() if value is not None})
+        return cls(**values)
+
+    def with_overrides(self, **overrides: Any) -> HBaseSettings:
+        """A copy with every non-None override applied."""
+        return replace(self, **{k: v for k, v in overrides.items() if v is not None})
+
+    def describe(self) -> str:
+        """One line for logs: where the data comes from."""
+        if self.embedded:
+            return f"embedded gateway over {self.data_dir}"
+        return f"{self.host}:{self.port} ({self.transport}/{self.protocol})"
+
+
+def _int_setting(var: str, raw: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise ValueError(f"{var} must be an integer, got {raw!r}") from None
+
+
+@contextlib.contextmanager
+def hbase_pool(settings: HBaseSettings) -> Iterator[happybase.ConnectionPool]:
+    """A connection pool for the ``with`` block; starts and stops the embedded gateway if needed.
+
+    happybase opens the pool's first connection right away, so an unreachable server fails here
+    rather than on the first query.
+    """
+    gateway: EmbeddedGateway | None = None
+    if settings.embedded:
+        gateway = EmbeddedGateway(
+            settings.data_dir, transport=settings.transport, protocol=settings.protocol
+        ).start()
+        host, port = gateway.host, gateway.port
+    else:
+        host, port = settings.host, settings.port
+    pool: happybase.ConnectionPool | None = None
+    try:
+        pool = happybase.ConnectionPool(
+            settings.pool_size,
+            host=host,
+            port=port,
+            timeout=settings.timeout_ms,
+            transport=settings.transport,
+            protocol=settings.protocol,
+            table_prefix=settings.table_prefix,
+            compat=settings.compat,
+        )
+        yield pool
+    finally:
+        if pool is not None:
+            close_idle_connections(pool)
+        if gateway is not None:
+            gateway.stop()
+
+
+def close_idle_connections(pool: happybase.ConnectionPool) -> None:
+    """Close the pool's idle connections (happybase's pool has no close())."""
+    while True:
+        try:
+            connection = pool._queue.get_nowait()
+        except queue.Empty:
+            return
+        connection.close()
+
+
+def sketch_table_opener(
+    pool: happybase.ConnectionPool, table_name: str = SKETCH_TABLE
+) -> Callable[[], contextlib.AbstractContextManager]:
+    """An ``open_table`` for ``AudienceEngine``: a pooled connection's sketch table per call.
+
+    The connection returns to the pool when the ``with`` block ends, so callers consume their
+    scans inside it (the engine does); each thread gets its own connection.
+    """
+
+    @contextlib.contextmanager
+    def open_table() -> Iterator[happybase.Table]:
+        with pool.connection() as connection:
+            yield connection.table(table_name)
+
+    return open_table

@@ -1,0 +1,143 @@
+"""A small, known audience in a real embedded HBase gateway, for the CLI and HTTP tests.
+
+Sketch rows are written straight into the ``sketches`` table (no Spark), laid out as the
+pipeline writes them: per (app, event, day) one aggregate row carrying the kept attributes, plus
+one row per kept-attribute combination. Every set is small, so every answer is exact:
+
+| app / event | 2026-11-01 | 2026-11-02 | kept attributes |
+| --- | --- | --- | --- |
+| com.shop / install | u0..u59 | u40..u99 | none |
+| com.shop / purchase | u0..u19 (even: red, odd: blue) | u20..u29 (red) | color |
+| com.rival / install | r0..r9 | (not built) | none |
+
+Users u0..u4 purchase 3 times on 2026-11-01, everyone else once a day.
+
+So: installs over both days 100; purchasers 30; red purchasers 20; purchasers with at least
+3 purchases 5; installers who never purchased 70; com.rival has no sketches for 2026-11-02.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator
+from datetime import date
+
+import happybase
+import pytest
+from datasketches import AccumulatorPolicy, update_theta_sketch, update_tuple_sketch
+
+from profile_store.audiences.engine import AudienceEngine
+from profile_store.audiences.rowkey import AGGREGATE_HASH, sketch_rowkey
+from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table, write_rows
+from profile_store.audiences.tuple_serde import SERDE
+from profile_store.hbase_client import HBaseSettings, hbase_pool, sketch_table_opener
+from profile_store.hbase_gateway.process import EmbeddedGateway
+
+DAY_1, DAY_2 = date(2026, 11, 1), date(2026, 11, 2)
+
+
+def _row(
+    app: str,
+    event: str,
+    day: date,
+    events_by_user: dict[str, int],
+    combination: dict[str, str] | None = None,
+    kept: list[str] | None = None,
+) -> dict:
+    theta = update_theta_sketch(12)
+    counts = update_tuple_sketch(AccumulatorPolicy(), 12)
+    for user, events in events_by_user.items():
+        theta.update(user)
+        counts.update(user, events)
+    if kept is not None:
+        attr_hash = AGGREGATE_HASH
+    else:
+        attr_hash = hashlib.sha256(json.dumps(combination).encode()).hexdigest()[:16]
+    return {
+        "rowkey": sketch_rowkey(app, event, day, attr_hash).decode(),
+        "theta": theta.compact().serialize(),
+        "counts": counts.compact().serialize(SERDE),
+        "events": sum(events_by_user.values()),
+        "users_estimate": float(len(events_by_user)),
+        "combination": [{"key": k, "value": v} for k, v in (combination or {}).items()],
+        "kept_attributes": kept,
+    }
+
+
+def _day_rows(
+    app: str, event: str, day: date, groups: dict[str, dict[str, int]], kept: list[str]
+) -> list[dict]:
+    """The aggregate row and one row per combination; ``groups`` maps 'name=value' to users."""
+    everyone: dict[str, int] = {}
+    rows = []
+    for combination, users in groups.items():
+        for user, events in users.items():
+            everyone[user] = everyone.get(user, 0) + events
+        if kept:
+            name, value = combination.split("=")
+            rows.append(_row(app, event, day, users, combination={name: value}))
+    return [_row(app, event, day, everyone, kept=kept), *rows]
+
+
+def audience_rows() -> list[dict]:
+    """The rows of the data set in the module docstring."""
+    purchases_day_1 = {f"u{i}": 3 if i < 5 else 1 for i in range(20)}
+    return [
+        *_day_rows("com.shop", "install", DAY_1, {"": {f"u{i}": 1 for i in range(60)}}, []),
+        *_day_rows("com.shop", "install", DAY_2, {"": {f"u{i}": 1 for i in range(40, 100)}}, []),
+        *_day_rows(
+            "com.shop",
+            "purchase",
+            DAY_1,
+            {
+                "color=red": {u: n for u, n in purchases_day_1.items() if int(u[1:]) % 2 == 0},
+                "color=blue": {u: n for u, n in purchases_day_1.items() if int(u[1:]) % 2 == 1},
+            },
+            ["color"],
+        ),
+        *_day_rows(
+            "com.shop",
+            "purchase",
+            DAY_2,
+            {"color=red": {f"u{i}": 1 for i in range(20, 30)}},
+            ["color"],
+        ),
+        *_day_rows("com.rival", "install", DAY_1, {"": {f"r{i}": 1 for i in range(10)}}, []),
+    ]
+
+
+def write_audience(connection: happybase.Connection) -> None:
+    """Create the sketch table and write the data set into it."""
+    ensure_table(connection)
+    write_rows(connection.table(SKETCH_TABLE), audience_rows())
+
+
+@pytest.fixture(scope="session")
+def fill_sketch_table():
+    """``write_audience``, for tests that build their own HBase with the data set."""
+    return write_audience
+
+
+@pytest.fixture(scope="session")
+def sketch_gateway(tmp_path_factory) -> Iterator[EmbeddedGateway]:
+    """An embedded gateway holding the data set, shared by the whole session."""
+    with EmbeddedGateway(tmp_path_factory.mktemp("audience-hbase")) as gateway:
+        connection = happybase.Connection(**gateway.connection_kwargs())
+        try:
+            write_audience(connection)
+        finally:
+            connection.close()
+        yield gateway
+
+
+@pytest.fixture(scope="session")
+def gateway_settings(sketch_gateway: EmbeddedGateway) -> HBaseSettings:
+    """Settings that reach the shared gateway as an external Thrift server."""
+    return HBaseSettings(host=sketch_gateway.host, port=sketch_gateway.port)
+
+
+@pytest.fixture(scope="session")
+def audience_engine(gateway_settings: HBaseSettings) -> Iterator[AudienceEngine]:
+    with hbase_pool(gateway_settings) as pool:
+        yield AudienceEngine(sketch_table_opener(pool))

@@ -1,0 +1,257 @@
+"""``profiles audience estimate|serve`` and the HBase settings behind them, against real HBase."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+
+from profile_store.audiences import cli
+from profile_store.audiences.tenants import admissible_query
+from profile_store.hbase_client import HBaseSettings, hbase_pool
+
+REPO = Path(__file__).resolve().parents[2]
+SHOP_KEY = "shop-key-0123456789abcdef"
+
+
+def leaf(event: str, **extra) -> dict:
+    return {
+        "app_id": "com.shop",
+        "event_type": event,
+        "date_from": "2026-11-01",
+        "date_to": "2026-11-02",
+        **extra,
+    }
+
+
+FUNNEL = {"difference": [leaf("install"), leaf("purchase")]}
+
+
+@pytest.fixture
+def hbase_flags(gateway_settings) -> list[str]:
+    return ["--hbase-host", gateway_settings.host, "--hbase-port", str(gateway_settings.port)]
+
+
+def write_query(directory: Path, tree) -> str:
+    path = directory / "query.json"
+    path.write_text(tree if isinstance(tree, str) else json.dumps(tree))
+    return str(path)
+
+
+def test_estimate_prints_a_readable_answer(tmp_path, hbase_flags, capsys):
+    code = cli.main(["estimate", write_query(tmp_path, FUNNEL), *hbase_flags])
+    out = capsys.readouterr().out.splitlines()
+    assert code == 0
+    assert out[:3] == ["audience   70 users (exact)", "95% range  70 to 70", "rows read  4"]
+    assert re.fullmatch(r"time       [\d.,]+ ms", out[3])
+
+
+def test_estimate_json_reads_the_query_from_stdin(hbase_flags, capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.StringIO(json.dumps(leaf("purchase", min_count=3))))
+    code = cli.main(["estimate", "-", "--json", *hbase_flags])
+    answer = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert answer["estimate"] == answer["lower_95"] == answer["upper_95"] == 5
+    assert set(answer) == {
+        "estimate",
+        "lower_95",
+        "upper_95",
+        "exact",
+        "rows_read",
+        "elapsed_ms",
+        "warnings",
+    }
+
+
+def test_a_query_error_exits_2_naming_the_json_path(tmp_path, hbase_flags, capsys):
+    tree = {"difference": [leaf("install"), leaf("purchase", min_count=0)]}
+    code = cli.main(["estimate", write_query(tmp_path, tree), *hbase_flags])
+    captured = capsys.readouterr()
+    assert code == 2 and captured.out == ""
+    assert captured.err == "query error at $.difference[1].min_count: must be a positive integer\n"
+
+
+def test_an_unanswerable_query_exits_2_naming_the_json_path(tmp_path, hbase_flags, capsys):
+    tree = leaf("purchase", attributes={"order_id": "o-1"})
+    code = cli.main(["estimate", write_query(tmp_path, tree), *hbase_flags])
+    assert code == 2
+    assert capsys.readouterr().err.startswith(
+        "query error at $.attributes.order_id: attribute 'order_id' of com.shop/purchase was "
+        "trimmed or never seen on 2026-11-01, 2026-11-02"
+    )
+
+
+def test_with_json_an_error_is_a_json_object_on_stderr(tmp_path, hbase_flags, capsys):
+    code = cli.main(["estimate", write_query(tmp_path, {"xor": []}), "--json", *hbase_flags])
+    assert code == 2
+    error = json.loads(capsys.readouterr().err)
+    assert error["error"] == "invalid_query" and error["path"] == "$"
+    assert error["message"].startswith("unknown operator xor")
+
+
+def test_a_file_that_is_not_json_exits_2(tmp_path, hbase_flags, capsys):
+    path = write_query(tmp_path, "{'app_id': 'com.shop'}")
+    code = cli.main(["estimate", path, *hbase_flags])
+    assert code == 2
+    assert capsys.readouterr().err.startswith(f"query error at $: {path}: not valid JSON")
+
+
+def test_an_unreachable_hbase_exits_1(tmp_path, capsys):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    flags = ["--hbase-host", "127.0.0.1", "--hbase-port", str(closed_port)]
+    code = cli.main(["estimate", write_query(tmp_path, FUNNEL), *flags])
+    assert code == 1
+    assert capsys.readouterr().err.startswith("error: HBase: ")
+
+
+def test_without_a_host_estimate_serves_itself_from_an_embedded_gateway(
+    tmp_path, fill_sketch_table, capsys, monkeypatch
+):
+    monkeypatch.delenv("HBASE_THRIFT_HOST", raising=False)
+    data_dir = tmp_path / "hbase"
+    with hbase_pool(HBaseSettings(data_dir=str(data_dir))) as pool, pool.connection() as conn:
+        fill_sketch_table(conn)
+    code = cli.main(["estimate", write_query(tmp_path, FUNNEL), "--hbase-data-dir", str(data_dir)])
+    assert code == 0
+    assert capsys.readouterr().out.startswith("audience   70 users (exact)")
+
+
+def test_hbase_pool_stops_the_embedded_gateway_it_started(tmp_path):
+    with hbase_pool(HBaseSettings(data_dir=str(tmp_path))) as pool, pool.connection() as conn:
+        address = (conn.host, conn.port)
+        assert conn.tables() == []
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(address, timeout=5).close()
+
+
+def test_hbase_settings_come_from_the_environment():
+    settings = HBaseSettings.from_env(
+        {
+            "HBASE_THRIFT_HOST": "hbase-thrift.internal",
+            "HBASE_THRIFT_PORT": "9095",
+            "HBASE_THRIFT_TRANSPORT": "framed",
+            "HBASE_THRIFT_PROTOCOL": "compact",
+            "HBASE_TABLE_PREFIX": "prod",
+            "PROFILES_HBASE_DATA_DIR": "/srv/hbase",
+        }
+    )
+    assert settings == HBaseSettings(
+        host="hbase-thrift.internal",
+        port=9095,
+        transport="framed",
+        protocol="compact",
+        table_prefix="prod",
+        data_dir="/srv/hbase",
+    )
+    assert not settings.embedded and HBaseSettings.from_env({}).embedded
+
+
+def test_hbase_flags_override_the_environment():
+    parser = cli.configure_parser(cli.argparse.ArgumentParser())
+    args = parser.parse_args(
+        ["estimate", "q.json", "--hbase-host", "other", "--hbase-pool-size", "8"]
+    )
+    environ = {"HBASE_THRIFT_HOST": "hbase-thrift.internal", "HBASE_THRIFT_PORT": "9095"}
+    settings = cli.settings_from_args(args, environ)
+    assert (settings.host, settings.port, settings.pool_size) == ("other", 9095, 8)
+
+
+@pytest.mark.parametrize(
+    ("environ", "message"),
+    [
+        ({"HBASE_THRIFT_PORT": "ninety"}, "HBASE_THRIFT_PORT must be an integer, got 'ninety'"),
+        ({"HBASE_THRIFT_TRANSPORT": "udp"}, "transport must be one of ('buffered', 'framed')"),
+        ({"HBASE_THRIFT_PORT": "70000"}, "port must be between 1 and 65535, got 70000"),
+    ],
+)
+def test_invalid_hbase_settings_are_refused_with_the_reason(environ, message):
+    with pytest.raises(ValueError) as raised:
+        HBaseSettings.from_env(environ)
+    assert str(raised.value).startswith(message)
+
+
+def test_the_example_query_is_admissible():
+    admissible_query(json.loads((REPO / "examples" / "audience_query.json").read_text()))
+
+
+def test_serve_refuses_a_bad_tenants_file_with_exit_2(tmp_path, capsys):
+    tenants = tmp_path / "tenants.json"
+    tenants.write_text(json.dumps({"tenants": [{"name": "shop", "api_keys": ["k"]}]}))
+    code = cli.main(["serve", "--tenants", str(tenants)])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        f"error: tenants: {tenants}: $.tenants[0].api_keys[0]: too short, "
+        "keys have at least 16 characters\n"
+    )
+
+
+@pytest.fixture
+def served(tmp_path, hbase_flags):
+    """``serve`` as a real uvicorn process on a free port; yields its base URL."""
+    tenants = tmp_path / "tenants.json"
+    tenants.write_text(
+        json.dumps({"tenants": [{"name": "shop", "api_keys": [SHOP_KEY], "app_ids": ["com.shop"]}]})
+    )
+    log_path = tmp_path / "serve.log"
+    command = [sys.executable, "-m", "profile_store.audiences.cli", "serve", "--port", "0"]
+    command += ["--tenants", str(tenants), *hbase_flags]
+    with open(log_path, "wb") as log:
+        process = subprocess.Popen(
+            command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ)
+        )
+    try:
+        yield _wait_for_url(process, log_path), process
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def _wait_for_url(process: subprocess.Popen, log_path: Path) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        match = re.search(r"Uvicorn running on (http://\S+)", log_path.read_text())
+        if match:
+            return match.group(1)
+        assert process.poll() is None, log_path.read_text()
+        time.sleep(0.05)
+    raise AssertionError(f"serve did not start:\n{log_path.read_text()}")
+
+
+def test_serve_answers_concurrent_requests_and_stops_on_sigterm(served):
+    url, process = served
+    expected = {
+        json.dumps(FUNNEL): 70,
+        json.dumps(leaf("purchase", attributes={"color": "red"})): 20,
+        json.dumps(leaf("purchase", min_count=3)): 5,
+    }
+
+    def ask(body: str) -> tuple[int, float]:
+        response = httpx.post(
+            f"{url}/v1/audiences/estimate",
+            content=body,
+            headers={"X-API-Key": SHOP_KEY, "Content-Type": "application/json"},
+            timeout=30,
+        )
+        return response.status_code, response.json()["estimate"]
+
+    bodies = list(expected) * 8
+    with ThreadPoolExecutor(max_workers=12) as executor:
+        answers = list(executor.map(ask, bodies))
+    assert answers == [(200, expected[body]) for body in bodies]
+    assert httpx.get(f"{url}/v1/health", timeout=30).json()["status"] == "ok"
+    process.send_signal(signal.SIGTERM)
+    assert process.wait(timeout=30) == 0
