@@ -6,13 +6,21 @@ from dagster import Definitions, in_process_executor
 
 from profile_assets.audience_assets import attribute_stats, audience_sketches, trimmed_attributes
 from profile_assets.audience_checks import audience_estimation_error
+from profile_assets.identity_assets import identity_components, identity_edges
 from profile_assets.raw_events import raw_events
 from profile_assets.raw_events_checks import raw_events_checks
 from resources import resources_from_env
 from sensors.landing import daily_pipeline, daily_schedule, landing_sensor
 
 defs = Definitions(
-    assets=[raw_events, attribute_stats, trimmed_attributes, audience_sketches],
+    assets=[
+        raw_events,
+        attribute_stats,
+        trimmed_attributes,
+        audience_sketches,
+        identity_edges,
+        identity_components,
+    ],
     asset_checks=[*raw_events_checks, audience_estimation_error],
     jobs=[daily_pipeline],
     sensors=[landing_sensor],

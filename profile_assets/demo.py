@@ -182,6 +182,15 @@ def main(argv: list[str] | None = None) -> int:
             f"checks {sum(outcome['checks'].values())}/{len(outcome['checks'])} passed  "
             f"({time.monotonic() - t0:.1f}s)"
         )
+        edges = outcome["assets"].get("identity_edges", {})
+        components = outcome["assets"].get("identity_components", {})
+        _print(
+            f"        identity: {edges.get('dagster/row_count', 0):>7,} edges  "
+            f"{edges.get('quarantined_keys', 0):>4,} keys quarantined  "
+            f"{components.get('components', 0):>7,} components ({components.get('mode', '?')}, "
+            f"{components.get('profiles_touched', 0):,} profiles touched, "
+            f"{components.get('merges', 0):,} merges)"
+        )
         if failed_checks:
             _print(f"        failed checks: {', '.join(failed_checks)}")
 
@@ -194,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     _print(f"clean events      {totals['clean']:>12,}  -> {lake_root / 'events'}")
     _print(f"quarantined rows  {totals['quarantined']:>12,}  -> {lake_root / 'quarantine'}")
     _print(f"duplicates dropped{totals['duplicates']:>12,}")
+    _print(f"identity graph                  -> {lake_root / 'identity_components' / 'current'}")
     _print(f"ground truth                    -> {lake_root / 'ground_truth'}")
     _print()
     _print("Open the Dagster UI on these runs:  make ui   then browse http://127.0.0.1:3000")

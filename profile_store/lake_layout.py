@@ -41,3 +41,17 @@ def events_day(day: date | str) -> str:
 
 def quarantine_day(day: date | str) -> str:
     return day_dir(QUARANTINE, day)
+
+
+# Identity graph areas (see profile_store/identity):
+#   identity_keys/date=D/        per (key_type, key, profile): first/last seen that day, events
+#   identity_profiles/date=D/    per profile seen that day: first/last seen, events
+#   identity_edges/date=D/       bridging edges of the day (sorted pair, rule, weight, seen)
+#   identity_quarantine/date=D/  bridging keys that made no edge: blocklist or super-node
+#   identity_components/date=D/  assignment profile -> master after day D; current/ the latest
+IDENTITY_KEYS = "identity_keys"
+IDENTITY_PROFILES = "identity_profiles"
+IDENTITY_EDGES = "identity_edges"
+IDENTITY_QUARANTINE = "identity_quarantine"
+IDENTITY_COMPONENTS = "identity_components"
+IDENTITY_COMPONENTS_CURRENT = "identity_components/current"

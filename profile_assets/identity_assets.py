@@ -1,0 +1,178 @@
+"""Identity assets: bridging edges with the super-node guard, and connected components.
+
+Both are daily and build on the days before them (the key history, the previous assignment),
+so each declares a dependency on its own previous partition: a backfill runs the days in order.
+Re-materializing an old day rewrites that day; the later days are then stale until they are
+re-materialized in order too (or run one day with ``full_recompute``, which rebuilds the
+assignment from every surviving edge up to that day).
+"""
+
+from datetime import date
+
+from dagster import (
+    AssetDep,
+    AssetExecutionContext,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    TimeWindowPartitionMapping,
+    asset,
+)
+from dagster_pyspark import LazyPySparkResource
+from pydantic import Field
+
+from profile_assets.partitions import daily_partitions
+from profile_store.identity.pipeline import build_day_edges, update_components
+from profile_store.identity.rules import DEFAULT_ALT_ID_WEIGHTS, DEFAULT_BLOCKLIST, BridgingRules
+from resources.lake import LakeResource
+
+_PREVIOUS_DAY = TimeWindowPartitionMapping(
+    start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True
+)
+
+
+class IdentityEdgesConfig(Config):
+    member_weight: float = Field(default=1.0, description="Weight of a shared member_id edge.")
+    alt_id_weights: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_ALT_ID_WEIGHTS),
+        description="Alternate id types (keys of alt_ids) that bridge, with their weights.",
+    )
+    fuzzy_enabled: bool = Field(
+        default=False, description="Link profiles on the same IPv4 /24 and user agent."
+    )
+    fuzzy_weight: float = Field(default=0.5, description="Weight of a fuzzy edge (below 1).")
+    fuzzy_window_minutes: int = Field(
+        default=30, description="Fuzzy rule: both seen inside one tumbling window of this size."
+    )
+    max_profiles_per_key: int = Field(
+        default=50, description="Super-node guard: a key on more profiles makes no edge."
+    )
+    history_days: int | None = Field(
+        default=None, description="Days of key history the guard counts (None: all of it)."
+    )
+    blocklist: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_BLOCKLIST),
+        description="Placeholder values (case-insensitive, trimmed) that never bridge.",
+    )
+    blocklist_patterns: list[str] = Field(
+        default_factory=list, description="Regular expressions (full match) that never bridge."
+    )
+
+    def rules(self) -> BridgingRules:
+        return BridgingRules(
+            member_weight=self.member_weight,
+            alt_id_weights=dict(self.alt_id_weights),
+            fuzzy_enabled=self.fuzzy_enabled,
+            fuzzy_weight=self.fuzzy_weight,
+            fuzzy_window_minutes=self.fuzzy_window_minutes,
+            max_profiles_per_key=self.max_profiles_per_key,
+            history_days=self.history_days,
+            blocklist=tuple(self.blocklist),
+            blocklist_patterns=tuple(self.blocklist_patterns),
+        )
+
+
+@asset(
+    partitions_def=daily_partitions,
+    group_name="identity",
+    kinds={"spark", "parquet"},
+    deps=["raw_events", AssetDep("identity_edges", partition_mapping=_PREVIOUS_DAY)],
+    description=(
+        "The day's bridging edges between profiles (same member_id, same alternate id, optional "
+        "fuzzy IP/24 + user agent), a star to each key's first-seen profile, in "
+        "identity_edges/date=D. Blocklisted keys and super-nodes (more profiles than the limit "
+        "over the key history) make no edge and go to identity_quarantine/date=D. Also writes "
+        "the day's key table (identity_keys) and profile first/last seen (identity_profiles)."
+    ),
+)
+def identity_edges(
+    context: AssetExecutionContext,
+    config: IdentityEdgesConfig,
+    spark: LazyPySparkResource,
+    lake: LakeResource,
+) -> MaterializeResult:
+    day = date.fromisoformat(context.partition_key)
+    summary = build_day_edges(spark.spark_session, lake.storage(), day, config.rules())
+    context.log.info(
+        f"{day}: {summary.edges:,} edges over {summary.profiles:,} profiles, "
+        f"{summary.quarantined_keys:,} keys quarantined {summary.quarantined_by_reason}"
+    )
+    return MaterializeResult(
+        metadata={
+            "dagster/row_count": summary.edges,
+            "edges_by_rule": MetadataValue.json(summary.edges_by_rule),
+            "profiles": summary.profiles,
+            "bridging_keys": summary.keys,
+            "quarantined_keys": summary.quarantined_keys,
+            "quarantined_by_reason": MetadataValue.json(summary.quarantined_by_reason),
+            "revoking_keys": summary.revoking_keys,
+            "top_quarantined": MetadataValue.json(summary.top_quarantined),
+            "edges_path": MetadataValue.path(summary.edges_uri),
+            "quarantine_path": MetadataValue.path(summary.quarantine_uri),
+        }
+    )
+
+
+class IdentityComponentsConfig(Config):
+    weight_threshold: float = Field(
+        default=0.9, description="Only edges with at least this weight join components."
+    )
+    full_recompute: bool = Field(
+        default=False,
+        description="Recompute from every surviving edge up to the day instead of applying "
+        "the day's edges to the previous day's assignment.",
+    )
+    max_iterations: int = Field(default=64, description="Large-star/small-star round limit.")
+
+
+@asset(
+    partitions_def=daily_partitions,
+    group_name="identity",
+    kinds={"spark", "parquet"},
+    deps=["identity_edges", AssetDep("identity_components", partition_mapping=_PREVIOUS_DAY)],
+    description=(
+        "Connected components of the identity edges (weight >= threshold) with the oldest "
+        "profile as master: identity_components/date=D is the assignment profile -> master "
+        "after day D, identity_components/current the latest one. Incremental: the day's new "
+        "edges recompute only the components they touch."
+    ),
+)
+def identity_components(
+    context: AssetExecutionContext,
+    config: IdentityComponentsConfig,
+    spark: LazyPySparkResource,
+    lake: LakeResource,
+) -> MaterializeResult:
+    day = date.fromisoformat(context.partition_key)
+    update = update_components(
+        spark.spark_session,
+        lake.storage(),
+        day,
+        threshold=config.weight_threshold,
+        full_recompute=config.full_recompute,
+        max_iterations=config.max_iterations,
+    )
+    change, summary = update.change, update.summary
+    context.log.info(
+        f"{day} ({update.mode}): {summary.components:,} components, "
+        f"{change.profiles_touched:,} profiles touched, {change.merges:,} merges"
+    )
+    return MaterializeResult(
+        metadata={
+            "dagster/row_count": summary.linked_profiles,
+            "mode": update.mode,
+            "components": summary.components,
+            "linked_profiles": summary.linked_profiles,
+            "size_histogram": MetadataValue.json(summary.size_histogram),
+            "largest_component_size": summary.largest_size,
+            "largest_component_master": summary.largest_master or "",
+            "merges": change.merges,
+            "splits": change.splits,
+            "new_components": change.new_components,
+            "profiles_touched": change.profiles_touched,
+            "edges_recomputed": change.edges_recomputed,
+            "iterations": change.iterations,
+            "current_updated": update.current_updated,
+            "snapshot_path": MetadataValue.path(update.snapshot_uri),
+        }
+    )

@@ -1,0 +1,9 @@
+"""The identity graph: bridging keys -> weighted edges -> connected components with masters.
+
+- ``rules``: which keys bridge profiles, with what weight, and the super-node guard settings.
+- ``keys``: one day of events -> bridging keys per profile, and per-profile first/last seen.
+- ``super_nodes``: the blocklist and the whole-history profile count per key (quarantine).
+- ``edges``: clean keys -> star edges to the key's first-seen profile.
+- ``components``: large-star / small-star connected components in Spark, and master choice.
+- ``incremental``: apply one day's edges on top of the previous day's assignment.
+"""

@@ -1,0 +1,297 @@
+"""The identity graph over the lake: one day's edges, and one day's component update.
+
+Areas (``profile_store.lake_layout``): ``identity_keys``, ``identity_profiles``,
+``identity_edges``, ``identity_quarantine`` per day; ``identity_components/date=D`` the
+assignment after day D and ``identity_components/current`` a copy of the latest one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, timedelta
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    DateType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from profile_store.identity.edges import day_edges
+from profile_store.identity.incremental import (
+    AssignmentSummary,
+    DayChange,
+    apply_day,
+    day_change,
+    full_day,
+    summarize,
+)
+from profile_store.identity.keys import day_keys, day_profiles, profiles_first_seen
+from profile_store.identity.rules import BridgingRules
+from profile_store.lake_layout import (
+    IDENTITY_COMPONENTS,
+    IDENTITY_COMPONENTS_CURRENT,
+    IDENTITY_EDGES,
+    IDENTITY_KEYS,
+    IDENTITY_PROFILES,
+    IDENTITY_QUARANTINE,
+    day_dir,
+    events_day,
+)
+from profile_store.lake_storage import LakeStorage
+
+_DATE = StructField("date", DateType())
+KEYS_SCHEMA = StructType(
+    [
+        StructField("key_type", StringType()),
+        StructField("key", StringType()),
+        StructField("profile", StringType()),
+        StructField("first_seen", TimestampType()),
+        StructField("last_seen", TimestampType()),
+        StructField("events", LongType()),
+    ]
+)
+PROFILES_SCHEMA = StructType(
+    [
+        StructField("profile", StringType()),
+        StructField("id_type", StringType()),
+        StructField("first_seen", TimestampType()),
+        StructField("last_seen", TimestampType()),
+        StructField("events", LongType()),
+    ]
+)
+EDGES_SCHEMA = StructType(
+    [
+        StructField("profile_a", StringType()),
+        StructField("profile_b", StringType()),
+        StructField("rule", StringType()),
+        StructField("key_type", StringType()),
+        StructField("key", StringType()),
+        StructField("weight", DoubleType()),
+        StructField("first_seen", TimestampType()),
+        StructField("last_seen", TimestampType()),
+    ]
+)
+QUARANTINE_KEYS_SCHEMA = StructType(
+    [StructField("key_type", StringType()), StructField("key", StringType())]
+)
+ASSIGNMENT_SCHEMA = StructType(
+    [
+        StructField("profile", StringType()),
+        StructField("master", StringType()),
+        StructField("first_seen", TimestampType()),
+        StructField("size", LongType()),
+    ]
+)
+
+
+def read_history(
+    spark: SparkSession,
+    storage: LakeStorage,
+    area: str,
+    schema: StructType,
+    until: date,
+    since: date | None = None,
+) -> DataFrame:
+    """Daily partitions of an area with a ``date`` column, ``since`` <= date <= ``until``."""
+    if not storage.exists(area):
+        return spark.createDataFrame([], StructType([*schema.fields, _DATE]))
+    frame = (
+        spark.read.schema(StructType([*schema.fields, _DATE]))
+        .option("basePath", storage.spark_uri(area))
+        .parquet(storage.spark_uri(area))
+        .where(F.col("date") <= F.lit(until))
+    )
+    if since is not None:
+        frame = frame.where(F.col("date") >= F.lit(since))
+    return frame
+
+
+@dataclass(frozen=True)
+class EdgesSummary:
+    """What one day of identity edges holds."""
+
+    profiles: int
+    keys: int
+    edges: int
+    edges_by_rule: dict[str, int]
+    quarantined_keys: int
+    quarantined_by_reason: dict[str, int]
+    revoking_keys: int
+    top_quarantined: list[dict]
+    edges_uri: str
+    quarantine_uri: str
+
+
+def build_day_edges(
+    spark: SparkSession, storage: LakeStorage, day: date, rules: BridgingRules
+) -> EdgesSummary:
+    """Write the day's key table, profile table, edges and quarantine; summarise them."""
+    events = spark.read.parquet(storage.spark_uri(events_day(day)))
+    keys_uri = storage.spark_uri(day_dir(IDENTITY_KEYS, day))
+    day_keys(events, rules).coalesce(4).write.mode("overwrite").parquet(keys_uri)
+    profiles_uri = storage.spark_uri(day_dir(IDENTITY_PROFILES, day))
+    day_profiles(events).coalesce(4).write.mode("overwrite").parquet(profiles_uri)
+
+    keys = spark.read.schema(KEYS_SCHEMA).parquet(keys_uri)
+    since = None if rules.history_days is None else day - timedelta(days=rules.history_days - 1)
+    history = read_history(spark, storage, IDENTITY_KEYS, KEYS_SCHEMA, day, since)
+    edges, quarantined = day_edges(keys, history, day, rules)
+    edges_uri = storage.spark_uri(day_dir(IDENTITY_EDGES, day))
+    quarantine_uri = storage.spark_uri(day_dir(IDENTITY_QUARANTINE, day))
+    edges.coalesce(4).write.mode("overwrite").parquet(edges_uri)
+    quarantined.coalesce(1).write.mode("overwrite").parquet(quarantine_uri)
+
+    written_edges = spark.read.parquet(edges_uri)
+    written_quarantine = spark.read.parquet(quarantine_uri)
+    by_rule = {r["rule"]: int(r["count"]) for r in written_edges.groupBy("rule").count().collect()}
+    by_reason = {
+        r["reason"]: int(r["count"]) for r in written_quarantine.groupBy("reason").count().collect()
+    }
+    top = [
+        {
+            "key_type": r["key_type"],
+            "key": r["key"],
+            "reason": r["reason"],
+            "profiles": int(r["profiles"] or 0),
+        }
+        for r in written_quarantine.orderBy(F.desc("profiles"), "key_type", "key")
+        .limit(10)
+        .collect()
+    ]
+    return EdgesSummary(
+        profiles=spark.read.parquet(profiles_uri).count(),
+        keys=keys.select("key_type", "key").distinct().count(),
+        edges=sum(by_rule.values()),
+        edges_by_rule=by_rule,
+        quarantined_keys=sum(by_reason.values()),
+        quarantined_by_reason=by_reason,
+        revoking_keys=written_quarantine.where("revokes_edges").count(),
+        top_quarantined=top,
+        edges_uri=edges_uri,
+        quarantine_uri=quarantine_uri,
+    )
+
+
+@dataclass(frozen=True)
+class ComponentsUpdate:
+    """One day's component update: how it ran, what it changed, and the result."""
+
+    mode: str  # "incremental" | "full"
+    change: DayChange
+    summary: AssignmentSummary
+    snapshot_uri: str
+    current_updated: bool
+
+
+def _surviving_edges(
+    spark: SparkSession, storage: LakeStorage, day: date, threshold: float
+) -> DataFrame:
+    """Edges up to the day with weight >= threshold and no key quarantined up to the day."""
+    quarantined = (
+        read_history(spark, storage, IDENTITY_QUARANTINE, QUARANTINE_KEYS_SCHEMA, day)
+        .select("key_type", "key")
+        .distinct()
+    )
+    edges = read_history(spark, storage, IDENTITY_EDGES, EDGES_SCHEMA, day).where(
+        F.col("weight") >= threshold
+    )
+    surviving = edges.join(F.broadcast(quarantined), ["key_type", "key"], "left_anti")
+    return surviving
+
+
+def update_components(
+    spark: SparkSession,
+    storage: LakeStorage,
+    day: date,
+    threshold: float = 0.9,
+    full_recompute: bool = False,
+    max_iterations: int = 64,
+) -> ComponentsUpdate:
+    """Write the assignment after ``day`` (snapshot, and ``current`` when it is the latest).
+
+    Incremental from the snapshot of the day before when it exists; otherwise (or with
+    ``full_recompute``) over every surviving edge up to the day.
+    """
+    if not 0.0 < threshold <= 1.0:
+        raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+    surviving = _surviving_edges(spark, storage, day, threshold)
+    history_pairs = surviving.select("profile_a", "profile_b").distinct()
+    profile_history = read_history(spark, storage, IDENTITY_PROFILES, PROFILES_SCHEMA, day)
+    previous_dir = day_dir(IDENTITY_COMPONENTS, day - timedelta(days=1))
+    incremental = not full_recompute and storage.exists(previous_dir)
+    if not incremental:
+        previous = None
+        result = full_day(history_pairs, profiles_first_seen(profile_history), max_iterations)
+    else:
+        previous = spark.read.schema(ASSIGNMENT_SCHEMA).parquet(storage.spark_uri(previous_dir))
+        day_pairs = (
+            surviving.where(F.col("date") == F.lit(day)).select("profile_a", "profile_b").distinct()
+        )
+        revoked_keys = (
+            read_history(
+                spark,
+                storage,
+                IDENTITY_QUARANTINE,
+                StructType(
+                    [*QUARANTINE_KEYS_SCHEMA.fields, StructField("revokes_edges", BooleanType())]
+                ),
+                day,
+                since=day,
+            )
+            .where("revokes_edges")
+            .select("key_type", "key")
+            .collect()
+        )
+        revoked_ends = None
+        if revoked_keys:
+            # Rare (a key crossing the super-node limit): only then is the edge history read.
+            keys = spark.createDataFrame(revoked_keys, QUARANTINE_KEYS_SCHEMA)
+            revoked = read_history(
+                spark, storage, IDENTITY_EDGES, EDGES_SCHEMA, day - timedelta(days=1)
+            ).join(F.broadcast(keys), ["key_type", "key"], "left_semi")
+            revoked_ends = (
+                revoked.select(F.col("profile_a").alias("profile"))
+                .unionByName(revoked.select(F.col("profile_b").alias("profile")))
+                .distinct()
+            )
+        # A linked profile's first_seen is already in the state; only new ends need the history.
+        day_ends = (
+            day_pairs.select(F.col("profile_a").alias("profile"))
+            .unionByName(day_pairs.select(F.col("profile_b").alias("profile")))
+            .distinct()
+        )
+        newcomers = day_ends.join(previous, "profile", "left_anti")
+        first_seen = previous.select("profile", "first_seen").unionByName(
+            profiles_first_seen(
+                profile_history.join(F.broadcast(newcomers), "profile", "left_semi")
+            )
+        )
+        result = apply_day(
+            previous, day_pairs, first_seen, revoked_ends, history_pairs, max_iterations
+        )
+
+    snapshot = day_dir(IDENTITY_COMPONENTS, day)
+    snapshot_uri = storage.spark_uri(snapshot)
+    result.assignment.write.mode("overwrite").parquet(snapshot_uri)
+    written = spark.read.schema(ASSIGNMENT_SCHEMA).parquet(snapshot_uri)
+
+    later = day_dir(IDENTITY_COMPONENTS, day + timedelta(days=1))
+    current_updated = not storage.exists(later)
+    if current_updated:
+        written.write.mode("overwrite").parquet(storage.spark_uri(IDENTITY_COMPONENTS_CURRENT))
+
+    change = day_change(previous, result)
+    return ComponentsUpdate(
+        mode="incremental" if incremental else "full",
+        change=change,
+        summary=summarize(written),
+        snapshot_uri=snapshot_uri,
+        current_updated=current_updated,
+    )

@@ -1,0 +1,169 @@
+"""Connected components (large-star/small-star), masters, and incremental day updates."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+
+import numpy as np
+import pytest
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components as scipy_components
+
+from profile_store.identity.components import connected_components, profile_components
+from profile_store.identity.pipeline import EDGES_SCHEMA, update_components
+from profile_store.lake_layout import (
+    IDENTITY_EDGES,
+    IDENTITY_PROFILES,
+    IDENTITY_QUARANTINE,
+    day_dir,
+)
+from profile_store.lake_storage import LocalLakeStorage
+
+D1 = date(2026, 11, 1)
+
+
+def test_components_equal_scipys_partition_on_a_random_graph(spark):
+    rng = np.random.default_rng(3)
+    nodes = 3000
+    src, dst = rng.integers(0, nodes, 2600), rng.integers(0, nodes, 2600)
+    run = connected_components(
+        spark.createDataFrame(
+            list(zip(src.tolist(), dst.tolist(), strict=True)), "src long, dst long"
+        )
+    )
+    got = {r.node: r.component for r in run.labels.collect()}
+    matrix = coo_matrix((np.ones(len(src)), (src, dst)), shape=(nodes, nodes))
+    _, labels = scipy_components(matrix, directed=False)
+    smallest = {}
+    for node in range(nodes):
+        smallest.setdefault(labels[node], node)
+    linked = {int(n) for n, m in zip(src, dst, strict=True) if n != m}
+    linked |= {int(m) for n, m in zip(src, dst, strict=True) if n != m}
+    assert got == {node: smallest[labels[node]] for node in linked}
+
+
+def test_a_long_chain_in_shuffled_order_is_one_component(spark):
+    order = np.random.default_rng(5).permutation(400).tolist()
+    chain = list(zip(order[:-1], order[1:], strict=True))
+    run = connected_components(spark.createDataFrame(chain, "src long, dst long"))
+    labels = run.labels.collect()
+    assert len(labels) == 400 and {r.component for r in labels} == {0}
+
+
+def test_the_master_is_the_oldest_profile_with_ties_broken_by_id(spark):
+    pairs = spark.createDataFrame(
+        [("b", "c"), ("c", "d"), ("x", "y"), ("y", "z")], "profile_a string, profile_b string"
+    )
+    seen = [("b", 5), ("c", 2), ("d", 2), ("x", 1), ("y", 1), ("z", 1)]
+    first_seen = spark.createDataFrame(
+        [(p, datetime(2026, 11, 1, h)) for p, h in seen], "profile string, first_seen timestamp"
+    )
+    assignment, _ = profile_components(pairs, first_seen)
+    got = {r.profile: (r.master, r.size) for r in assignment.collect()}
+    assert got == {
+        "b": ("c", 3),
+        "c": ("c", 3),
+        "d": ("c", 3),
+        "x": ("x", 3),
+        "y": ("x", 3),
+        "z": ("x", 3),
+    }
+
+
+class Lake:
+    """Identity tables written straight into a lake directory, one day at a time."""
+
+    def __init__(self, spark, root):
+        self.spark, self.storage = spark, LocalLakeStorage(root)
+
+    def day(self, day, edges, profiles, quarantine=()):
+        """edges: (a, b, key); profiles: (profile, hour of first sighting that day)."""
+        noon = datetime(day.year, day.month, day.day, 12)
+        rows = [
+            (min(a, b), max(a, b), "member_id", "member_id", key, 1.0, noon, noon)
+            for a, b, key in edges
+        ]
+        uri = self.storage.spark_uri
+        self.spark.createDataFrame(rows, EDGES_SCHEMA).write.mode("overwrite").parquet(
+            uri(day_dir(IDENTITY_EDGES, day))
+        )
+        self.spark.createDataFrame(
+            [(p, "gaid", datetime(day.year, day.month, day.day, h), noon, 1) for p, h in profiles],
+            "profile string, id_type string, first_seen timestamp, last_seen timestamp, "
+            "events long",
+        ).write.mode("overwrite").parquet(uri(day_dir(IDENTITY_PROFILES, day)))
+        self.spark.createDataFrame(
+            [("member_id", key, "super_node", 99, 3, True, noon, noon) for key in quarantine],
+            "key_type string, key string, reason string, profiles long, profiles_before long, "
+            "revokes_edges boolean, first_seen timestamp, last_seen timestamp",
+        ).write.mode("overwrite").parquet(uri(day_dir(IDENTITY_QUARANTINE, day)))
+
+    def update(self, day, **options):
+        return update_components(self.spark, self.storage, day, **options)
+
+    def assignment(self, day):
+        path = self.storage.spark_uri(f"identity_components/date={day}")
+        return {r.profile: (r.master, r.size) for r in self.spark.read.parquet(path).collect()}
+
+
+@pytest.fixture
+def lake(spark, tmp_path):
+    return Lake(spark, tmp_path)
+
+
+def test_incremental_days_equal_a_full_recompute(lake):
+    d2, d3 = D1 + timedelta(days=1), D1 + timedelta(days=2)
+    lake.day(D1, [("a", "b", "k1"), ("c", "d", "k2"), ("e", "f", "k3")], [(p, 1) for p in "abcdef"])
+    lake.day(d2, [("a", "b", "k1"), ("b", "c", "k4"), ("g", "h", "k5")], [("g", 3), ("h", 2)])
+    lake.day(d3, [("h", "e", "k6"), ("i", "a", "k1")], [("i", 1)])
+    for day in (D1, d2, d3):
+        lake.update(day)
+    incremental = lake.assignment(d3)
+    lake.update(d3, full_recompute=True)
+    assert incremental == lake.assignment(d3)
+    assert incremental["g"] == ("e", 4) and incremental["i"] == ("a", 5)
+
+
+def test_a_new_day_recomputes_only_the_components_it_touches(lake):
+    d2 = D1 + timedelta(days=1)
+    lake.day(D1, [("a", "b", "k1"), ("c", "d", "k2"), ("e", "f", "k3")], [(p, 1) for p in "abcdef"])
+    lake.update(D1)
+    lake.day(d2, [("a", "b", "k1"), ("d", "x", "k2")], [("x", 5)])
+    change = lake.update(d2).change
+    assert (change.profiles_touched, change.merges, change.new_components) == (3, 0, 0)
+
+
+def test_a_newer_profile_never_takes_the_master_but_a_merge_with_an_older_one_does(lake):
+    d2, d3 = D1 + timedelta(days=1), D1 + timedelta(days=2)
+    lake.day(D1, [("m", "n", "k1"), ("o", "p", "k2")], [("m", 9), ("n", 10), ("o", 3), ("p", 4)])
+    lake.update(D1)
+    lake.day(d2, [("a", "n", "k1")], [("a", 0)])
+    lake.update(d2)
+    assert lake.assignment(d2)["a"] == ("m", 3)
+    lake.day(d3, [("a", "p", "k9")], [])
+    change = lake.update(d3).change
+    assert lake.assignment(d3)["m"] == ("o", 5) and change.merges == 1
+
+
+def test_a_key_revoked_as_a_super_node_splits_the_component_it_built(lake):
+    d2 = D1 + timedelta(days=1)
+    lake.day(
+        D1,
+        [("a", "b", "shared"), ("a", "c", "shared"), ("c", "d", "own")],
+        [(p, 1) for p in "abcd"],
+    )
+    lake.update(D1)
+    assert lake.assignment(D1)["d"] == ("a", 4)
+    lake.day(d2, [], [], quarantine=["shared"])
+    change = lake.update(d2).change
+    assert lake.assignment(d2) == {"c": ("c", 2), "d": ("c", 2)}
+    assert change.splits == 2
+
+
+def test_weights_below_the_threshold_join_no_component(lake, spark):
+    noon = datetime(2026, 11, 1, 12)
+    spark.createDataFrame(
+        [("a", "b", "fuzzy_ip_ua", "ip24_user_agent", "k", 0.5, noon, noon)], EDGES_SCHEMA
+    ).write.parquet(lake.storage.spark_uri(day_dir(IDENTITY_EDGES, D1)))
+    update = lake.update(D1)
+    assert update.summary.components == 0 and lake.assignment(D1) == {}
