@@ -36,9 +36,10 @@ from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.rowkey import day_component
 from profile_store.audiences.sketch_rows import day_sketch_rows
 from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table
-from profile_store.audiences.sketch_writer import ThriftAddress, write_sketch_rows
+from profile_store.audiences.sketch_writer import write_sketch_rows
 from profile_store.events.ingest import ingest_day
 from profile_store.generator import generate_lake
+from profile_store.hbase_client import ThriftAddress
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.lake_layout import ATTRIBUTE_STATS, TRIMMED_ATTRIBUTES, day_dir, events_day
 from profile_store.lake_storage import LocalLakeStorage

@@ -26,11 +26,7 @@ from profile_store.audiences.attribute_stats import (
 from profile_store.audiences.rowkey import AGGREGATE_HASH, day_component
 from profile_store.audiences.sketch_rows import day_sketch_rows
 from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table
-from profile_store.audiences.sketch_writer import (
-    ThriftAddress,
-    remove_stale_rows,
-    write_sketch_rows,
-)
+from profile_store.audiences.sketch_writer import remove_stale_rows, write_sketch_rows
 from profile_store.lake_layout import (
     ATTRIBUTE_STATS,
     AUDIENCE_SKETCHES,
@@ -180,9 +176,7 @@ def audience_sketches(
     try:
         with hbase.connection() as connection:
             ensure_table(connection, SKETCH_TABLE)
-        host, port = hbase.address
-        address = ThriftAddress(host, port, hbase.transport, hbase.protocol, hbase.table_prefix)
-        written = write_sketch_rows(rows, address, SKETCH_TABLE, config.batch_size)
+        written = write_sketch_rows(rows, hbase.thrift_address(), SKETCH_TABLE, config.batch_size)
         keys = rows.select("rowkey", "app_id", "event_type", "attr_hash", "events").collect()
     finally:
         rows.unpersist()

@@ -39,6 +39,26 @@ _INT_SETTINGS = {"port", "pool_size", "timeout_ms"}
 
 
 @dataclass(frozen=True)
+class ThriftAddress:
+    """How a Spark executor reaches HBase's Thrift server (picklable, unlike a connection)."""
+
+    host: str
+    port: int
+    transport: str = "buffered"
+    protocol: str = "binary"
+    table_prefix: str | None = None
+
+    def connect(self) -> happybase.Connection:
+        return happybase.Connection(
+            host=self.host,
+            port=self.port,
+            transport=self.transport,
+            protocol=self.protocol,
+            table_prefix=self.table_prefix,
+        )
+
+
+@dataclass(frozen=True)
 class HBaseSettings:
     """Where HBase is and how to talk to it; ``host=None`` means the embedded gateway."""
 
@@ -147,13 +167,13 @@ def close_idle_connections(pool: happybase.ConnectionPool) -> None:
         connection.close()
 
 
-def sketch_table_opener(
-    pool: happybase.ConnectionPool, table_name: str = SKETCH_TABLE
-) -> Callable[[], contextlib.AbstractContextManager]:
-    """An ``open_table`` for ``AudienceEngine``: a pooled connection's sketch table per call.
+def table_opener(
+    pool: happybase.ConnectionPool, table_name: str
+) -> Callable[[], contextlib.AbstractContextManager[happybase.Table]]:
+    """An ``open_table`` for ``AudienceEngine`` and ``ProfileReader``: a table per call.
 
-    The connection returns to the pool when the ``with`` block ends, so callers consume their
-    scans inside it (the engine does); each thread gets its own connection.
+    Each call takes a pooled connection and returns it when the ``with`` block ends, so callers
+    consume their scans inside it; each thread gets its own connection.
     """
 
     @contextlib.contextmanager
@@ -162,3 +182,10 @@ def sketch_table_opener(
             yield connection.table(table_name)
 
     return open_table
+
+
+def sketch_table_opener(
+    pool: happybase.ConnectionPool, table_name: str = SKETCH_TABLE
+) -> Callable[[], contextlib.AbstractContextManager[happybase.Table]]:
+    """``table_opener`` of the sketch table, the one ``AudienceEngine`` reads."""
+    return table_opener(pool, table_name)

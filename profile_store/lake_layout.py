@@ -55,3 +55,15 @@ IDENTITY_EDGES = "identity_edges"
 IDENTITY_QUARANTINE = "identity_quarantine"
 IDENTITY_COMPONENTS = "identity_components"
 IDENTITY_COMPONENTS_CURRENT = "identity_components/current"
+
+# Compacted profiles (see profile_store/profiles):
+#   segment_feed/date=D/*.jsonl   optional feed: {"profile", "segment", "expires_at"} per line
+#   profile_unsynced/date=D/      u: cells consumed from HBase by the compaction of day D
+#   profile_segments/date=D/      per (profile, segment): expiry, not expired at the end of D
+#   profile_counters/date=D/      per (profile, event type): decaying counter after day D
+#   compacted_profiles/date=D/    per rewritten profile: its master (what day D wrote to HBase)
+SEGMENT_FEED = "segment_feed"
+PROFILE_UNSYNCED = "profile_unsynced"
+PROFILE_SEGMENTS = "profile_segments"
+PROFILE_COUNTERS = "profile_counters"
+COMPACTED_PROFILES = "compacted_profiles"

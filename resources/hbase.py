@@ -19,7 +19,7 @@ import happybase
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from profile_store.hbase_client import DEFAULT_DATA_DIR, HBaseSettings, hbase_pool
+from profile_store.hbase_client import DEFAULT_DATA_DIR, HBaseSettings, ThriftAddress, hbase_pool
 
 
 class HBaseResource(ConfigurableResource):
@@ -118,6 +118,11 @@ class HBaseResource(ConfigurableResource):
         """``(host, port)`` actually used (the embedded gateway's once started)."""
         with self.connection() as connection:
             return connection.host, connection.port
+
+    def thrift_address(self) -> ThriftAddress:
+        """Where Spark executors connect to write rows themselves (started gateway included)."""
+        host, port = self.address
+        return ThriftAddress(host, port, self.transport, self.protocol, self.table_prefix)
 
     def close(self) -> None:
         """Close pooled connections and stop the embedded gateway, if this resource started it."""

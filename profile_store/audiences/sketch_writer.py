@@ -8,33 +8,13 @@ earlier run of the same day that this run no longer produces.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 
-import happybase
 from pyspark.sql import DataFrame
 
 from profile_store.audiences.rowkey import day_prefix
 from profile_store.audiences.sketch_table import delete_rows, keys_with_prefix, write_rows
-
-
-@dataclass(frozen=True)
-class ThriftAddress:
-    """How an executor reaches HBase's Thrift server (picklable, unlike a connection)."""
-
-    host: str
-    port: int
-    transport: str = "buffered"
-    protocol: str = "binary"
-    table_prefix: str | None = None
-
-    def connect(self) -> happybase.Connection:
-        return happybase.Connection(
-            host=self.host,
-            port=self.port,
-            transport=self.transport,
-            protocol=self.protocol,
-            table_prefix=self.table_prefix,
-        )
+from profile_store.hbase_client import ThriftAddress
 
 
 def _write_partition(rows: Iterable, address: dict, table_name: str, batch_size: int) -> Iterator:

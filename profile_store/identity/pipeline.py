@@ -190,7 +190,7 @@ class ComponentsUpdate:
     current_updated: bool
 
 
-def _surviving_edges(
+def surviving_edges(
     spark: SparkSession, storage: LakeStorage, day: date, threshold: float
 ) -> DataFrame:
     """Edges up to the day with weight >= threshold and no key quarantined up to the day."""
@@ -221,7 +221,7 @@ def update_components(
     """
     if not 0.0 < threshold <= 1.0:
         raise ValueError(f"threshold must be in (0, 1], got {threshold}")
-    surviving = _surviving_edges(spark, storage, day, threshold)
+    surviving = surviving_edges(spark, storage, day, threshold)
     history_pairs = surviving.select("profile_a", "profile_b").distinct()
     profile_history = read_history(spark, storage, IDENTITY_PROFILES, PROFILES_SCHEMA, day)
     previous_dir = day_dir(IDENTITY_COMPONENTS, day - timedelta(days=1))

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 PROFILE_TABLE = "profiles"
@@ -219,6 +220,26 @@ def edge_cells(weight: float, rules: list[str], first_seen_ms: int) -> dict[byte
 
 def lookup_cells(master: str) -> dict[bytes, bytes]:
     return {TYPE: TYPE_LOOKUP, LOOKUP_PROFILE: master.encode()}
+
+
+def delete_up_to(table, cells: Iterable[tuple[bytes, bytes, int]]) -> int:
+    """Delete ``(row key, column, timestamp)`` cells, each only up to its own timestamp.
+
+    A delete bounded by the timestamp the cell was read with removes that version and older
+    ones, so a newer write to the same column in between (a compaction's fresh expiry, the
+    feed's new segment) survives. Writers put with the server clock, so their later puts never
+    fall under the bound. One ``mutateRowsTs`` per distinct timestamp; returns the cells deleted.
+    """
+    by_timestamp: dict[int, dict[bytes, list[bytes]]] = {}
+    count = 0
+    for key, name, timestamp in cells:
+        by_timestamp.setdefault(timestamp, {}).setdefault(key, []).append(name)
+        count += 1
+    for timestamp, rows in sorted(by_timestamp.items()):
+        with table.batch(timestamp=timestamp) as batch:
+            for key, names in rows.items():
+                batch.delete(key, columns=names)
+    return count
 
 
 def ensure_table(connection, name: str = PROFILE_TABLE) -> None:

@@ -1,0 +1,123 @@
+"""``compacted_profiles``: every id of a person carries the person's segments and counters."""
+
+from datetime import date
+
+from dagster import (
+    AssetDep,
+    AssetExecutionContext,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    TimeWindowPartitionMapping,
+    asset,
+)
+from dagster_pyspark import LazyPySparkResource
+from pydantic import Field
+
+from profile_assets.partitions import daily_partitions
+from profile_store.hbase_client import table_opener
+from profile_store.profiles.pipeline import CompactionSettings, compact_day
+from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules
+from profile_store.profiles.table import PROFILE_TABLE, ensure_table
+from resources.hbase import HBaseResource
+from resources.lake import LakeResource
+
+_PREVIOUS_DAY = TimeWindowPartitionMapping(
+    start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True
+)
+
+
+class SegmentRuleConfig(Config):
+    segment: str = Field(description="Segment id (1-64 letters, digits, _ . -).")
+    event_type: str = Field(description="Event type that puts a profile in the segment.")
+    ttl_days: float = Field(description="Membership expires this long after the last match.")
+    app_id: str | None = Field(default=None, description="Only events of this app (None: any).")
+    attributes: dict[str, str] = Field(
+        default_factory=dict, description="Event attribute values that must all match."
+    )
+
+
+class CompactionConfig(Config):
+    segment_rules: list[SegmentRuleConfig] = Field(
+        default_factory=lambda: [SegmentRuleConfig(**rule) for rule in DEFAULT_RULES],
+        description="Event criteria -> segment id with a TTL (defaults fit the sample apps).",
+    )
+    half_life_days: float = Field(default=7.0, description="Half-life of the event counters.")
+    max_associations: int = Field(
+        default=100, description="Other ids listed on a profile row (super-node guard)."
+    )
+    weight_threshold: float = Field(
+        default=0.9, description="Edges of at least this weight (as identity_components)."
+    )
+    full_recompute: bool = Field(
+        default=False,
+        description="Rebuild the profile state from every event up to the day and rewrite "
+        "every profile, instead of folding the day into the day before.",
+    )
+
+    def settings(self) -> CompactionSettings:
+        rules = parse_rules(rule.model_dump() for rule in self.segment_rules)
+        return CompactionSettings(
+            rules=rules,
+            half_life_days=self.half_life_days,
+            max_associations=self.max_associations,
+            weight_threshold=self.weight_threshold,
+            full_recompute=self.full_recompute,
+        )
+
+
+@asset(
+    partitions_def=daily_partitions,
+    group_name="profiles",
+    kinds={"spark", "hbase"},
+    deps=[
+        "raw_events",
+        "identity_components",
+        AssetDep("compacted_profiles", partition_mapping=_PREVIOUS_DAY),
+    ],
+    description=(
+        "Profile rows in the HBase table `profiles`: every id of a person (identity component) "
+        "carries the component's non-expired segments (max expiry wins), merged decaying "
+        "counters, its master (absent on the master), the component size and a capped list of "
+        "the other ids; plus edge rows and alternate-id lookup rows. Folds the day into the "
+        "profile state and rewrites only the components that changed."
+    ),
+)
+def compacted_profiles(
+    context: AssetExecutionContext,
+    config: CompactionConfig,
+    spark: LazyPySparkResource,
+    lake: LakeResource,
+    hbase: HBaseResource,
+) -> MaterializeResult:
+    day = date.fromisoformat(context.partition_key)
+    with hbase.connection() as connection:
+        ensure_table(connection, PROFILE_TABLE)
+    summary = compact_day(
+        spark.spark_session,
+        lake.storage(),
+        table_opener(hbase.pool(), PROFILE_TABLE),
+        hbase.thrift_address(),
+        day,
+        config.settings(),
+    )
+    context.log.info(
+        f"{day} ({summary.mode}): {summary.rows_written:,} profile rows in "
+        f"{summary.components_rewritten:,} components rewritten"
+    )
+    return MaterializeResult(
+        metadata={
+            "dagster/row_count": summary.rows_written,
+            "mode": summary.mode,
+            "profiles_changed": summary.profiles_changed,
+            "components_rewritten": summary.components_rewritten,
+            "stale_cells_removed": summary.stale_cells_removed,
+            "edge_rows_written": summary.edges_written,
+            "edge_rows_withdrawn": summary.edges_withdrawn,
+            "lookup_rows_written": summary.lookups_written,
+            "unsynced_segments_consumed": summary.unsynced_consumed,
+            "profiles_with_segments": summary.profiles_with_segments,
+            "segment_members": MetadataValue.json(summary.segment_members),
+            "hbase_table": PROFILE_TABLE,
+        }
+    )

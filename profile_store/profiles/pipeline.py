@@ -1,0 +1,370 @@
+"""One day of profile compaction over the lake and the ``profiles`` HBase table.
+
+Reads the day's events, the segment feed, the unsynced ``u:`` cells and the identity graph
+after the day; folds the day into the profile state (``profile_segments``, ``profile_counters``);
+rewrites in HBase the rows of every component that changed, its edge rows and the lookup rows
+of its bridging keys. Incremental from the day before's state when it exists; otherwise (or
+with ``full_recompute``) from every event up to the day.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BooleanType,
+    DoubleType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
+
+from profile_store.events.schema import EVENTS_SCHEMA
+from profile_store.hbase_client import ThriftAddress
+from profile_store.identity.pipeline import (
+    ASSIGNMENT_SCHEMA,
+    EDGES_SCHEMA,
+    KEYS_SCHEMA,
+    PROFILES_SCHEMA,
+    QUARANTINE_KEYS_SCHEMA,
+    read_history,
+    surviving_edges,
+)
+from profile_store.identity.rules import FUZZY_IP_UA
+from profile_store.lake_layout import (
+    COMPACTED_PROFILES,
+    EVENTS,
+    IDENTITY_COMPONENTS,
+    IDENTITY_EDGES,
+    IDENTITY_KEYS,
+    IDENTITY_PROFILES,
+    IDENTITY_QUARANTINE,
+    PROFILE_COUNTERS,
+    PROFILE_SEGMENTS,
+    PROFILE_UNSYNCED,
+    SEGMENT_FEED,
+    day_dir,
+    events_day,
+)
+from profile_store.lake_storage import LakeStorage
+from profile_store.profiles.compaction import (
+    changed_profiles,
+    compacted_rows,
+    members_to_rewrite,
+    next_counters,
+    next_segments,
+)
+from profile_store.profiles.counters import event_counters
+from profile_store.profiles.profile_writer import (
+    delete_edges,
+    write_edges,
+    write_lookups,
+    write_profiles,
+)
+from profile_store.profiles.segment_feed import read_segment_feed
+from profile_store.profiles.segment_rules import DAY_MS, SegmentRule, segment_hits
+from profile_store.profiles.table import PROFILE_TABLE
+from profile_store.profiles.unsynced import UNSYNCED_COLUMNS, delete_consumed, read_unsynced
+
+SEGMENTS_SCHEMA = StructType(
+    [
+        StructField("profile", StringType()),
+        StructField("segment", StringType()),
+        StructField("expiry_ms", LongType()),
+    ]
+)
+COUNTERS_SCHEMA = StructType(
+    [
+        StructField("profile", StringType()),
+        StructField("event_type", StringType()),
+        StructField("value", DoubleType()),
+        StructField("last_ms", LongType()),
+    ]
+)
+REVOKES_SCHEMA = StructType(
+    [*QUARANTINE_KEYS_SCHEMA.fields, StructField("revokes_edges", BooleanType())]
+)
+
+
+@dataclass(frozen=True)
+class CompactionSettings:
+    rules: tuple[SegmentRule, ...]
+    half_life_days: float = 7.0
+    max_associations: int = 100
+    weight_threshold: float = 0.9
+    full_recompute: bool = False
+    table_name: str = PROFILE_TABLE
+
+    def __post_init__(self) -> None:
+        if not 0 < self.half_life_days <= 3650:
+            raise ValueError(f"half_life_days must be in (0, 3650], got {self.half_life_days}")
+        if self.max_associations < 0:
+            raise ValueError(f"max_associations must be >= 0, got {self.max_associations}")
+
+    @property
+    def half_life_ms(self) -> int:
+        return int(round(self.half_life_days * DAY_MS))
+
+
+@dataclass(frozen=True)
+class CompactionSummary:
+    mode: str  # "incremental" | "full"
+    profiles_changed: int
+    rows_written: int
+    components_rewritten: int
+    stale_cells_removed: int
+    edges_written: int
+    edges_withdrawn: int
+    lookups_written: int
+    unsynced_consumed: int
+    profiles_with_segments: int
+    segment_members: dict[str, int] = field(default_factory=dict)
+
+
+def end_of_day_ms(day: date) -> int:
+    """The as-of time of a day's compaction: the next midnight UTC, in epoch ms."""
+    midnight = datetime(day.year, day.month, day.day, tzinfo=UTC) + timedelta(days=1)
+    return int(midnight.timestamp() * 1000)
+
+
+def _overwrite(frame: DataFrame, storage: LakeStorage, relative: str, schema: str) -> DataFrame:
+    uri = storage.spark_uri(relative)
+    frame.write.mode("overwrite").parquet(uri)
+    return frame.sparkSession.read.schema(schema).parquet(uri)
+
+
+def _consume_unsynced(
+    spark: SparkSession, storage: LakeStorage, day: date, cells: list
+) -> DataFrame:
+    """Persist the scanned ``u:`` cells to the day's lake area (kept across re-runs)."""
+    area = day_dir(PROFILE_UNSYNCED, day)
+    rows = [(profile, segment, expiry) for profile, segment, expiry, _ in cells]
+    if storage.exists(area):
+        earlier = spark.read.schema(SEGMENTS_SCHEMA).parquet(storage.spark_uri(area)).collect()
+        rows += [tuple(row) for row in earlier]
+    frame = spark.createDataFrame(rows, SEGMENTS_SCHEMA).select(*UNSYNCED_COLUMNS)
+    frame.coalesce(1).write.mode("overwrite").parquet(storage.spark_uri(area))
+    return spark.read.schema(SEGMENTS_SCHEMA).parquet(storage.spark_uri(area))
+
+
+def _feed_history(spark: SparkSession, storage: LakeStorage, day: date) -> DataFrame:
+    """Every feed day up to ``day`` (for a full recompute), validated day by day."""
+    frames = [spark.createDataFrame([], SEGMENTS_SCHEMA)]
+    if storage.exists(SEGMENT_FEED):
+        for entry in sorted({f.relative.split("/")[1] for f in storage.list_files(SEGMENT_FEED)}):
+            feed_day = date.fromisoformat(entry.removeprefix("date="))
+            if feed_day <= day:
+                frames.append(read_segment_feed(spark, storage, feed_day))
+    result = frames[0]
+    for frame in frames[1:]:
+        result = result.unionByName(frame)
+    return result
+
+
+def _attributes(profile_history: DataFrame, members: DataFrame) -> DataFrame:
+    return (
+        profile_history.join(members.select("profile"), "profile", "left_semi")
+        .groupBy("profile")
+        .agg(
+            F.unix_millis(F.min("first_seen")).alias("first_seen_ms"),
+            F.min_by("id_type", "first_seen").alias("id_type"),
+        )
+    )
+
+
+def _component_edges(edges: DataFrame, members: DataFrame) -> DataFrame:
+    """Edge rows of the rewritten components (an edge never crosses two components)."""
+    return (
+        edges.join(members.select(F.col("profile").alias("profile_a")), "profile_a", "left_semi")
+        .groupBy("profile_a", "profile_b")
+        .agg(
+            F.max("weight").alias("weight"),
+            F.array_sort(F.collect_set("rule")).alias("rules"),
+            F.unix_millis(F.min("first_seen")).alias("first_seen_ms"),
+        )
+    )
+
+
+def _lookups(
+    key_history: DataFrame, quarantined: DataFrame, members: DataFrame, day_quarantine: DataFrame
+) -> DataFrame:
+    """Lookup rows of the members' clean keys -> master of the key's most recent profile, and
+    (with a null master) deletions for keys quarantined today."""
+    addressable = (F.col("key_type") != F.lit(FUZZY_IP_UA)) & (F.length("key") > 0)
+    clean = (
+        key_history.where(addressable)
+        .join(members.select("profile", "master"), "profile")
+        .join(quarantined, ["key_type", "key"], "left_anti")
+    )
+    puts = clean.groupBy("key_type", "key").agg(
+        F.max_by("master", F.struct("last_seen", "profile")).alias("master")
+    )
+    deletes = (
+        day_quarantine.where(addressable)
+        .select("key_type", "key", F.lit(None).cast("string").alias("master"))
+        .distinct()
+    )
+    return puts.unionByName(deletes)
+
+
+def _withdrawn_pairs(
+    spark: SparkSession, storage: LakeStorage, day: date, surviving: DataFrame
+) -> list[tuple[str, str]]:
+    """Pairs whose only edges came from keys that became super-nodes today."""
+    revoking = (
+        read_history(spark, storage, IDENTITY_QUARANTINE, REVOKES_SCHEMA, day, since=day)
+        .where("revokes_edges")
+        .select("key_type", "key")
+    )
+    if revoking.isEmpty():
+        return []
+    edges = read_history(spark, storage, IDENTITY_EDGES, EDGES_SCHEMA, day)
+    revoked = edges.join(F.broadcast(revoking), ["key_type", "key"], "left_semi")
+    pairs = revoked.select("profile_a", "profile_b").distinct()
+    gone = pairs.join(
+        surviving.select("profile_a", "profile_b"), ["profile_a", "profile_b"], "left_anti"
+    )
+    return [(row.profile_a, row.profile_b) for row in gone.collect()]
+
+
+def compact_day(
+    spark: SparkSession,
+    storage: LakeStorage,
+    open_table: Callable[[], AbstractContextManager],
+    address: ThriftAddress,
+    day: date,
+    settings: CompactionSettings,
+) -> CompactionSummary:
+    """Fold ``day`` into the profile state and rewrite the changed components in HBase.
+
+    ``open_table()``: a context manager yielding the happybase ``profiles`` table, which must
+    exist (``table.ensure_table``), for the driver's reads and deletes; ``address``: where
+    executors write. Requires the day's identity components.
+    """
+    assignment_dir = day_dir(IDENTITY_COMPONENTS, day)
+    if not storage.exists(assignment_dir):
+        raise FileNotFoundError(
+            f"{assignment_dir}: identity_components for {day} is not materialized yet"
+        )
+    as_of = end_of_day_ms(day)
+    h = settings.half_life_ms
+    previous_day = day - timedelta(days=1)
+    previous_segments = day_dir(PROFILE_SEGMENTS, previous_day)
+    previous_counters = day_dir(PROFILE_COUNTERS, previous_day)
+    incremental = (
+        not settings.full_recompute
+        and storage.exists(previous_segments)
+        and storage.exists(previous_counters)
+    )
+
+    with open_table() as table:
+        cells = read_unsynced(table)
+    unsynced = _consume_unsynced(spark, storage, day, cells)
+    profile_history = read_history(spark, storage, IDENTITY_PROFILES, PROFILES_SCHEMA, day)
+    if incremental:
+        events = spark.read.schema(EVENTS_SCHEMA).parquet(storage.spark_uri(events_day(day)))
+        feed = read_segment_feed(spark, storage, day)
+        hits = segment_hits(events, settings.rules).unionByName(feed).unionByName(unsynced)
+        segments = next_segments(
+            spark.read.schema(SEGMENTS_SCHEMA).parquet(storage.spark_uri(previous_segments)),
+            hits,
+            as_of,
+        )
+        counters = next_counters(
+            spark.read.schema(COUNTERS_SCHEMA).parquet(storage.spark_uri(previous_counters)),
+            event_counters(events, h, as_of),
+            h,
+            as_of,
+        )
+        day_profiles = (
+            events.select(F.col("user_id").alias("profile"))
+            .unionByName(feed.select("profile"))
+            .unionByName(unsynced.select("profile"))
+            .distinct()
+        )
+        previous_assignment_dir = day_dir(IDENTITY_COMPONENTS, previous_day)
+        previous_assignment = (
+            spark.read.schema(ASSIGNMENT_SCHEMA).parquet(storage.spark_uri(previous_assignment_dir))
+            if storage.exists(previous_assignment_dir)
+            else None
+        )
+    else:
+        events = read_history(spark, storage, EVENTS, EVENTS_SCHEMA, day)
+        unsynced_history = read_history(
+            spark, storage, PROFILE_UNSYNCED, SEGMENTS_SCHEMA, day
+        ).select(*UNSYNCED_COLUMNS)
+        feed = _feed_history(spark, storage, day)
+        hits = segment_hits(events, settings.rules).unionByName(feed).unionByName(unsynced_history)
+        segments = next_segments(None, hits, as_of)
+        counters = event_counters(events, h, as_of)
+        day_profiles = (
+            profile_history.select("profile").unionByName(feed.select("profile")).distinct()
+        )
+        previous_assignment = None
+
+    segments = _overwrite(segments, storage, day_dir(PROFILE_SEGMENTS, day), SEGMENTS_SCHEMA)
+    counters = _overwrite(counters, storage, day_dir(PROFILE_COUNTERS, day), COUNTERS_SCHEMA)
+    assignment = spark.read.schema(ASSIGNMENT_SCHEMA).parquet(storage.spark_uri(assignment_dir))
+
+    changed = changed_profiles(day_profiles, assignment, previous_assignment).localCheckpoint(
+        eager=True
+    )
+    members = members_to_rewrite(changed, assignment).localCheckpoint(eager=True)
+    rows = compacted_rows(
+        members,
+        _attributes(profile_history, members),
+        segments,
+        counters,
+        h,
+        as_of,
+        settings.max_associations,
+    ).localCheckpoint(eager=True)
+
+    written, stale = write_profiles(rows, address, settings.table_name, h, as_of)
+
+    surviving = surviving_edges(spark, storage, day, settings.weight_threshold)
+    edges_written = write_edges(_component_edges(surviving, members), address, settings.table_name)
+    withdrawn = _withdrawn_pairs(spark, storage, day, surviving)
+    quarantined = (
+        read_history(spark, storage, IDENTITY_QUARANTINE, QUARANTINE_KEYS_SCHEMA, day)
+        .select("key_type", "key")
+        .distinct()
+    )
+    day_quarantine = read_history(
+        spark, storage, IDENTITY_QUARANTINE, QUARANTINE_KEYS_SCHEMA, day, since=day
+    )
+    key_history = read_history(spark, storage, IDENTITY_KEYS, KEYS_SCHEMA, day)
+    lookups_written = write_lookups(
+        _lookups(key_history, quarantined, members, day_quarantine),
+        address,
+        settings.table_name,
+    )
+    rows.select("profile", "master").write.mode("overwrite").parquet(
+        storage.spark_uri(day_dir(COMPACTED_PROFILES, day))
+    )
+    with open_table() as table:
+        withdrawn_count = delete_edges(table, withdrawn)
+        consumed = delete_consumed(table, cells)
+
+    members_by_segment = {
+        row["segment"]: int(row["count"]) for row in segments.groupBy("segment").count().collect()
+    }
+    return CompactionSummary(
+        mode="incremental" if incremental else "full",
+        profiles_changed=changed.count(),
+        rows_written=written,
+        components_rewritten=members.select("master").distinct().count(),
+        stale_cells_removed=stale,
+        edges_written=edges_written,
+        edges_withdrawn=withdrawn_count,
+        lookups_written=lookups_written,
+        unsynced_consumed=consumed,
+        profiles_with_segments=segments.select("profile").distinct().count(),
+        segment_members=dict(sorted(members_by_segment.items())),
+    )
