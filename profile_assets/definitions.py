@@ -7,6 +7,8 @@ from dagster import Definitions, in_process_executor
 from profile_assets.audience_assets import attribute_stats, audience_sketches, trimmed_attributes
 from profile_assets.audience_checks import audience_estimation_error
 from profile_assets.identity_assets import identity_components, identity_edges
+from profile_assets.profile_assets import compacted_profiles
+from profile_assets.profile_checks import profile_checks
 from profile_assets.raw_events import raw_events
 from profile_assets.raw_events_checks import raw_events_checks
 from resources import resources_from_env
@@ -20,8 +22,9 @@ defs = Definitions(
         audience_sketches,
         identity_edges,
         identity_components,
+        compacted_profiles,
     ],
-    asset_checks=[*raw_events_checks, audience_estimation_error],
+    asset_checks=[*raw_events_checks, audience_estimation_error, *profile_checks],
     jobs=[daily_pipeline],
     sensors=[landing_sensor],
     schedules=[daily_schedule],

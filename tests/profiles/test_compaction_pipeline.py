@@ -11,6 +11,7 @@ from dagster import DagsterInstance, materialize
 
 from profile_assets.identity_assets import identity_components, identity_edges
 from profile_assets.profile_assets import compacted_profiles
+from profile_assets.profile_checks import profile_checks
 from profile_assets.raw_events import raw_events
 from profile_store.generator.lake import generate_lake
 from profile_store.profiles.consistency import component_agreement, master_references
@@ -43,18 +44,23 @@ def pipeline(spark, tmp_path_factory):
     }
     instance = DagsterInstance.ephemeral()
 
+    checks = {}
+
     def run(day: str, run_config: dict | None = None) -> dict:
         result = materialize(
-            [raw_events, identity_edges, identity_components, compacted_profiles],
+            [raw_events, identity_edges, identity_components, compacted_profiles, *profile_checks],
             partition_key=day,
             resources=resources,
             instance=instance,
             run_config=run_config,
         )
         assert result.success
+        for evaluation in result.get_asset_check_evaluations():
+            checks[(evaluation.check_name, day)] = evaluation
         (materialization,) = result.asset_materializations_for_node("compacted_profiles")
         return {key: value.value for key, value in materialization.metadata.items()}
 
+    run.checks = checks
     yield root, hbase, run
     hbase.close()
 
@@ -76,6 +82,18 @@ def _components(root) -> dict[str, list[str]]:
     for row in current:
         components.setdefault(row["master"], []).append(row["profile"])
     return components
+
+
+def test_identity_quality_and_profile_checks_pass_on_every_day(built):
+    _, _, run, _ = built
+    for day in DAYS:
+        quality = run.checks[("identity_quality_check", day)]
+        assert quality.passed, quality.description
+        assert quality.metadata["pairwise_precision"].value >= 0.99
+        assert quality.metadata["linkable_pairs"].value > 0
+        assert run.checks[("profiles_master_consistency", day)].passed
+        agreement = run.checks[("profiles_compaction_agreement", day)]
+        assert agreement.passed and agreement.metadata["components_sampled"].value > 0
 
 
 def test_every_profile_of_a_component_returns_the_same_segments_and_master(built):

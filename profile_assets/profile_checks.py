@@ -1,0 +1,173 @@
+"""Checks of the identity graph and of the compacted profiles in HBase."""
+
+import random
+from datetime import date
+
+from dagster import (
+    AssetCheckExecutionContext,
+    AssetCheckResult,
+    AssetCheckSeverity,
+    Config,
+    MetadataValue,
+    asset_check,
+)
+from dagster_pyspark import LazyPySparkResource
+from pydantic import Field
+from pyspark.sql import functions as F
+
+from profile_assets.identity_assets import identity_components
+from profile_assets.partitions import daily_partitions
+from profile_assets.profile_assets import compacted_profiles
+from profile_store.identity.pipeline import KEYS_SCHEMA, PROFILES_SCHEMA, read_history
+from profile_store.identity.quality import identity_quality
+from profile_store.lake_layout import (
+    GROUND_TRUTH,
+    IDENTITY_COMPONENTS,
+    IDENTITY_KEYS,
+    IDENTITY_PROFILES,
+    day_dir,
+)
+from profile_store.profiles.consistency import component_agreement, master_references
+from profile_store.profiles.table import PROFILE_TABLE
+from resources.hbase import HBaseResource
+from resources.lake import LakeResource
+
+IDENTITIES = f"{GROUND_TRUTH}/identities.parquet"
+
+
+class IdentityQualityConfig(Config):
+    min_precision: float = Field(default=0.99, description="Pairwise precision bar.")
+    min_recall: float = Field(
+        default=0.95, description="Pairwise recall bar over the pairs the evidence can link."
+    )
+
+
+@asset_check(
+    asset=identity_components,
+    partitions_def=daily_partitions,
+    description=(
+        "Components against the answer key in ground_truth/identities.parquet (written by the "
+        "sample generator): pairwise precision >= 0.99 and recall >= 0.95 of the deterministic "
+        "rules (pairs that the lake's logins and email hashes can link up to the day); B-cubed "
+        "precision, recall and F1 reported. Lakes without an answer key pass with a note."
+    ),
+)
+def identity_quality_check(
+    context: AssetCheckExecutionContext,
+    config: IdentityQualityConfig,
+    spark: LazyPySparkResource,
+    lake: LakeResource,
+) -> AssetCheckResult:
+    day = date.fromisoformat(context.partition_key)
+    storage = lake.storage()
+    if not storage.exists(IDENTITIES):
+        return AssetCheckResult(
+            passed=True,
+            severity=AssetCheckSeverity.WARN,
+            description=f"no answer key at {IDENTITIES}: nothing to compare against",
+        )
+    session = spark.spark_session
+    quality = identity_quality(
+        session.read.parquet(storage.spark_uri(day_dir(IDENTITY_COMPONENTS, day))),
+        read_history(session, storage, IDENTITY_PROFILES, PROFILES_SCHEMA, day),
+        session.read.parquet(storage.spark_uri(IDENTITIES)),
+        read_history(session, storage, IDENTITY_KEYS, KEYS_SCHEMA, day),
+    )
+    failures = []
+    if quality.precision < config.min_precision:
+        failures.append(f"precision {quality.precision:.4f} < {config.min_precision}")
+    if quality.recall < config.min_recall:
+        failures.append(f"recall {quality.recall:.4f} < {config.min_recall}")
+    return AssetCheckResult(
+        passed=not failures,
+        severity=AssetCheckSeverity.ERROR,
+        description="; ".join(failures) or "precision and recall bars met",
+        metadata={
+            "pairwise_precision": round(quality.precision, 5),
+            "pairwise_recall": round(quality.recall, 5),
+            "bcubed_precision": round(quality.bcubed_precision, 5),
+            "bcubed_recall": round(quality.bcubed_recall, 5),
+            "bcubed_f1": round(quality.bcubed_f1, 5),
+            "profiles": quality.profiles,
+            "predicted_pairs": quality.predicted_pairs,
+            "linkable_pairs": quality.linkable_pairs,
+        },
+    )
+
+
+@asset_check(
+    asset=compacted_profiles,
+    partitions_def=daily_partitions,
+    description=(
+        "Every s:master column in the profiles table names an existing profile row that is "
+        "itself a master (one hop, never a chain)."
+    ),
+)
+def profiles_master_consistency(
+    context: AssetCheckExecutionContext, hbase: HBaseResource
+) -> AssetCheckResult:
+    with hbase.connection() as connection:
+        references = master_references(connection.table(PROFILE_TABLE))
+    return AssetCheckResult(
+        passed=not references.problems,
+        severity=AssetCheckSeverity.ERROR,
+        description="; ".join(references.problems[:3]) or "every master reference resolves",
+        metadata={
+            "dependent_profiles": references.dependents,
+            "masters_referenced": references.masters,
+            "problems": MetadataValue.json(references.problems),
+        },
+    )
+
+
+class CompactionAgreementConfig(Config):
+    sample_components: int = Field(default=200, description="Components read back from HBase.")
+    seed: int = Field(default=20261101, description="Seed of the sample.")
+
+
+@asset_check(
+    asset=compacted_profiles,
+    partitions_def=daily_partitions,
+    description=(
+        "A fixed-seed sample of multi-profile components (identity_components after the day) "
+        "read back from HBase: every profile returns the same segments and counters and names "
+        "the component's master."
+    ),
+)
+def profiles_compaction_agreement(
+    context: AssetCheckExecutionContext,
+    config: CompactionAgreementConfig,
+    spark: LazyPySparkResource,
+    lake: LakeResource,
+    hbase: HBaseResource,
+) -> AssetCheckResult:
+    day = date.fromisoformat(context.partition_key)
+    storage = lake.storage()
+    assignment = spark.spark_session.read.parquet(
+        storage.spark_uri(day_dir(IDENTITY_COMPONENTS, day))
+    )
+    masters = sorted(r.master for r in assignment.select("master").distinct().collect())
+    sample = random.Random(config.seed).sample(masters, min(config.sample_components, len(masters)))
+    members = assignment.where(F.col("master").isin(sample)).select("profile", "master").collect()
+    components: dict[str, list[str]] = {}
+    for row in members:
+        components.setdefault(row.master, []).append(row.profile)
+    with hbase.connection() as connection:
+        agreement = component_agreement(connection.table(PROFILE_TABLE), components)
+    return AssetCheckResult(
+        passed=not agreement.problems,
+        severity=AssetCheckSeverity.ERROR,
+        description="; ".join(agreement.problems[:3]) or "every sampled component agrees",
+        metadata={
+            "components_sampled": agreement.components,
+            "profiles_read": agreement.profiles,
+            "problems": MetadataValue.json(agreement.problems[:20]),
+        },
+    )
+
+
+profile_checks = [
+    identity_quality_check,
+    profiles_master_consistency,
+    profiles_compaction_agreement,
+]
