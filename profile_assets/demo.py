@@ -114,6 +114,48 @@ def _print_audiences(lake_root: Path, days: list[date]) -> None:
         hbase.close()
 
 
+def _print_profiles(lake_root: Path, days: list[date], persons: int = 3) -> None:
+    """A few persons of several ids, each read back from HBase through every one of its ids."""
+    import pyarrow.parquet as pq
+
+    from profile_store.hbase_client import table_opener
+    from profile_store.profiles.pipeline import end_of_day_ms
+    from profile_store.profiles.reads import ProfileReader
+    from profile_store.profiles.table import PROFILE_TABLE
+    from resources import resources_from_env
+
+    hbase = resources_from_env()["hbase"]
+    reader = ProfileReader(table_opener(hbase.pool(), PROFILE_TABLE))
+    as_of = end_of_day_ms(days[-1])
+    components: dict[str, list[str]] = {}
+    for row in pq.read_table(lake_root / "identity_components" / "current").to_pylist():
+        components.setdefault(row["master"], []).append(row["profile"])
+    shown = 0
+    try:
+        for master, ids in sorted(components.items(), key=lambda item: (-len(item[1]), item[0])):
+            views = [reader.profile(profile, now_ms=as_of) for profile in sorted(ids)]
+            if not views[0] or not views[0].segments or shown == persons:
+                continue
+            shown += 1
+            first = views[0]
+            counters = ", ".join(
+                f"{event} {value:.2f}"
+                for event, value in sorted(first.counters.items(), key=lambda c: -c[1])[:4]
+            )
+            _print(f"  person with {len(ids)} ids, master {master}")
+            _print(f"      segments  {', '.join(first.segments)}")
+            _print(f"      counters  {counters}  (decayed to the end of {days[-1]})")
+            for view in views:
+                same = "same" if view.segments == first.segments else "DIFFERENT"
+                role = "master" if view.is_master else f"-> {view.master}"
+                _print(f"      via {view.id_type:<6} {view.profile:<40} {role:<10} {same} segments")
+            if len(ids) >= 2:
+                pair = reader.connected(sorted(ids)[-1], sorted(ids)[-2])
+                _print(f"      connected({pair.a}, {pair.b}) = {pair.connected}  (one round trip)")
+    finally:
+        hbase.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--days", type=int, default=7)
@@ -191,12 +233,23 @@ def main(argv: list[str] | None = None) -> int:
             f"{components.get('profiles_touched', 0):,} profiles touched, "
             f"{components.get('merges', 0):,} merges)"
         )
+        profiles = outcome["assets"].get("compacted_profiles", {})
+        _print(
+            f"        profiles: {profiles.get('dagster/row_count', 0):>7,} rows rewritten in "
+            f"{profiles.get('components_rewritten', 0):,} components "
+            f"({profiles.get('mode', '?')}), {profiles.get('lookup_rows_written', 0):,} lookups, "
+            f"{profiles.get('edge_rows_written', 0):,} edges"
+        )
         if failed_checks:
             _print(f"        failed checks: {', '.join(failed_checks)}")
 
     _print()
     _print("== Audience questions, answered from HBase sketches (exact answer from Spark) ==")
     _print_audiences(lake_root, days)
+
+    _print()
+    _print("== Persons, read from the HBase profiles table through each of their ids ==")
+    _print_profiles(lake_root, days)
 
     _print()
     _print("== What was produced ==")

@@ -14,6 +14,8 @@ COMMAND_MODULES = (
     "profile_store.generator.cli",
     "profile_store.hbase_gateway.cli",
     "profile_store.audiences.cli",
+    "profile_store.profiles.cli",
+    "profile_store.service",
 )
 
 

@@ -1,12 +1,19 @@
-"""Fixtures shared by the whole suite: one local Spark session for every test that needs it."""
+"""Fixtures shared by the whole suite: one local Spark session, and served HTTP processes."""
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="session")
@@ -22,3 +29,35 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture
+def serve_process(tmp_path) -> Iterator[Callable[[list[str]], tuple[str, subprocess.Popen]]]:
+    """Start a serve command (with ``--port 0``) as a real process; returns its URL and process.
+
+    The URL is read from uvicorn's log line once it listens; a process still running at the
+    end of the test is killed.
+    """
+    processes: list[subprocess.Popen] = []
+
+    def start(command: list[str]) -> tuple[str, subprocess.Popen]:
+        log_path = tmp_path / f"serve-{len(processes)}.log"
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ)
+            )
+        processes.append(process)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            match = re.search(r"Uvicorn running on (http://\S+)", log_path.read_text())
+            if match:
+                return match.group(1), process
+            assert process.poll() is None, log_path.read_text()
+            time.sleep(0.05)
+        raise AssertionError(f"serve did not start:\n{log_path.read_text()}")
+
+    yield start
+    for process in processes:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

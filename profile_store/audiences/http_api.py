@@ -17,22 +17,19 @@ error has one shape, ``{"error": code, "message": text, "path": JSON path or nul
 | 503 | ``hbase_unavailable`` | HBase cannot be reached |
 
 The endpoints are plain functions, so FastAPI runs them in its thread pool; each estimate takes
-a connection from the happybase pool for the duration of its scans.
+a connection from the happybase pool for the duration of its scans. Given a ``ProfileReader``,
+``create_app`` also serves the profile reads (``profiles/http_api.py``) with the same keys and
+error body; the shared plumbing is ``http_conventions.py``.
 """
 
-import json
 import logging
 import time
 from datetime import date
-from http import HTTPStatus
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Request, Security
-from fastapi.exceptions import RequestValidationError
+from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse
-from fastapi.security import APIKeyHeader
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from thriftpy2.thrift import TException
 from thriftpy2.transport import TTransportException
 from typing_extensions import TypeAliasType
@@ -46,12 +43,23 @@ from profile_store.audiences.tenants import (
     Tenants,
     admissible_query,
 )
+from profile_store.http_conventions import (
+    ApiError,
+    error_doc,
+    hbase_failures,
+    hbase_reason,
+    install_error_handlers,
+    json_body,
+    tenant_dependency,
+)
+from profile_store.profiles.http_api import profile_router
+from profile_store.profiles.reads import ProfileReader
 
 logger = logging.getLogger(__name__)
 
 API_VERSION = "1.0.0"
-API_KEY_HEADER = "X-API-Key"
 MAX_BODY_BYTES = 64 * 1024
+query_body = json_body(MAX_BODY_BYTES, "a JSON audience query")
 ESTIMATE_PATH = "/v1/audiences/estimate"
 HEALTH_PATH = "/v1/health"
 
@@ -204,28 +212,6 @@ class AudienceEstimateResponse(BaseModel):
     warnings: list[str] = Field(description="Caveats, e.g. too few samples after intersection.")
 
 
-class ErrorResponse(BaseModel):
-    """Why a request was refused."""
-
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "error": "invalid_query",
-                    "message": "must be a positive integer",
-                    "path": "$.difference[0].intersection[1].min_count",
-                }
-            ]
-        }
-    )
-
-    error: str = Field(description="Machine-readable code, e.g. `invalid_query`.")
-    message: str = Field(description="What is wrong, for humans.")
-    path: str | None = Field(
-        default=None, description="JSON path of the offending value in the query, if any."
-    )
-
-
 class HealthResponse(BaseModel):
     """Whether the service can read the sketch table."""
 
@@ -236,93 +222,6 @@ class HealthResponse(BaseModel):
     status: Literal["ok", "unavailable"]
     detail: str = Field(description="Empty when ok; otherwise what failed.")
     elapsed_ms: float = Field(description="Time the HBase round trip took.")
-
-
-# --- errors -------------------------------------------------------------------------------------
-
-
-class ApiError(Exception):
-    def __init__(
-        self,
-        status: int,
-        error: str,
-        message: str,
-        path: str | None = None,
-        headers: dict[str, str] | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.error = error
-        self.message = message
-        self.path = path
-        self.headers = headers
-
-
-def _printable(text: str) -> str:
-    """Echoed input may hold unpaired surrogates, which cannot be encoded as UTF-8."""
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
-def _error_response(
-    status: int,
-    error: str,
-    message: str,
-    path: str | None = None,
-    headers: dict[str, str] | None = None,
-) -> JSONResponse:
-    body = ErrorResponse(
-        error=error, message=_printable(message), path=None if path is None else _printable(path)
-    )
-    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
-
-
-def _hbase_reason(exc: TException) -> str:
-    """HBase's own message (e.g. ``TableNotFoundException: sketches``), else the error type."""
-    message = getattr(exc, "message", None)
-    if isinstance(message, bytes):
-        message = message.decode("utf-8", "replace")
-    return _printable(str(message))[:300] if message else type(exc).__name__
-
-
-def _error_doc(description: str) -> dict[str, Any]:
-    return {"model": ErrorResponse, "description": description}
-
-
-# --- request parsing ----------------------------------------------------------------------------
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
-
-
-async def query_body(request: Request) -> Any:
-    """The body decoded as JSON, within ``MAX_BODY_BYTES``; errors are 400 or 413."""
-    too_large = ApiError(
-        413, "body_too_large", f"the query exceeds {MAX_BODY_BYTES} bytes", path="$"
-    )
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise too_large
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise too_large
-        chunks.append(chunk)
-    body = b"".join(chunks)
-    if not body.strip():
-        raise ApiError(400, "invalid_json", "empty body: expected a JSON audience query", "$")
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ApiError(400, "invalid_json", f"the body is not UTF-8: {exc}", "$") from None
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except RecursionError:
-        raise ApiError(400, "invalid_json", "the JSON is nested too deeply", "$") from None
-    except ValueError as exc:
-        raise ApiError(400, "invalid_json", f"not valid JSON: {exc}", "$") from None
 
 
 # --- the application ----------------------------------------------------------------------------
@@ -338,50 +237,33 @@ Errors always have the shape `{"error", "message", "path"}`, where `path` is the
 the offending value, e.g. `$.difference[0].intersection[1].min_count`.
 """
 
+PROFILES_TAG = (
+    "Profile reads for bidders: segments by any id of a person, connections, linked ids, "
+    "masters. Any tenant's API key may read them."
+)
 
-def create_app(engine: AudienceEngine, tenants: Tenants) -> FastAPI:
-    """The service answering from ``engine``, with access controlled by ``tenants``."""
+
+def create_app(
+    engine: AudienceEngine, tenants: Tenants, profiles: ProfileReader | None = None
+) -> FastAPI:
+    """The service answering from ``engine``, with access controlled by ``tenants``.
+
+    With ``profiles``, the same app also serves the profile reads (``profiles/http_api.py``)
+    under the same API keys and error body: one service, one port, one HBase pool.
+    """
+    tags = [{"name": "audiences", "description": "Audience size estimates"}]
+    if profiles is not None:
+        tags.append({"name": "profiles", "description": PROFILES_TAG})
     app = FastAPI(
-        title="Audience estimates",
+        title="Audience estimates" if profiles is None else "Audiences and profiles",
         version=API_VERSION,
         description=DESCRIPTION,
-        openapi_tags=[
-            {"name": "audiences", "description": "Audience size estimates"},
-            {"name": "operations", "description": "Service health"},
-        ],
+        openapi_tags=[*tags, {"name": "operations", "description": "Service health"}],
     )
-    api_key_header = APIKeyHeader(
-        name=API_KEY_HEADER,
-        auto_error=False,
-        description="The tenant's API key; it decides which app_ids a query may name.",
-    )
-
-    @app.exception_handler(ApiError)
-    async def api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return _error_response(exc.status, exc.error, exc.message, exc.path, exc.headers)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        phrase = HTTPStatus(exc.status_code).phrase
-        return _error_response(
-            exc.status_code,
-            phrase.lower().replace(" ", "_"),
-            str(exc.detail or phrase),
-            headers=getattr(exc, "headers", None),
-        )
-
-    @app.exception_handler(RequestValidationError)
-    async def request_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(part) for part in first.get("loc", ()))
-        return _error_response(400, "invalid_request", f"{where}: {first.get('msg', 'invalid')}")
-
-    def current_tenant(api_key: Annotated[str | None, Security(api_key_header)]) -> Tenant:
-        tenant = tenants.authenticate(api_key)
-        if tenant is None:
-            reason = "unknown API key" if api_key else f"missing {API_KEY_HEADER} header"
-            raise ApiError(401, "unauthorized", reason, headers={"WWW-Authenticate": "ApiKey"})
-        return tenant
+    install_error_handlers(app)
+    current_tenant = tenant_dependency(tenants)
+    if profiles is not None:
+        app.include_router(profile_router(profiles, current_tenant))
 
     @app.post(
         ESTIMATE_PATH,
@@ -389,15 +271,15 @@ def create_app(engine: AudienceEngine, tenants: Tenants) -> FastAPI:
         summary="Estimate an audience's size",
         response_model=AudienceEstimateResponse,
         responses={
-            400: _error_doc("Not JSON, or not a valid query (`path` locates the fault)."),
-            401: _error_doc("Missing or unknown API key."),
-            403: _error_doc("The query names an app of another tenant."),
-            413: _error_doc(f"The body exceeds {MAX_BODY_BYTES} bytes."),
-            422: _error_doc(
+            400: error_doc("Not JSON, or not a valid query (`path` locates the fault)."),
+            401: error_doc("Missing or unknown API key."),
+            403: error_doc("The query names an app of another tenant."),
+            413: error_doc(f"The body exceeds {MAX_BODY_BYTES} bytes."),
+            422: error_doc(
                 "A valid query the sketches cannot answer (unbuilt day, trimmed attribute)."
             ),
-            502: _error_doc("HBase answered with an error."),
-            503: _error_doc("HBase cannot be reached."),
+            502: error_doc("HBase answered with an error."),
+            503: error_doc("HBase cannot be reached."),
         },
         openapi_extra={
             "requestBody": {
@@ -430,15 +312,10 @@ def create_app(engine: AudienceEngine, tenants: Tenants) -> FastAPI:
                 exc.path,
             ) from None
         try:
-            answer = engine.estimate(tree)
+            with hbase_failures("an estimate"):
+                answer = engine.estimate(tree)
         except QueryError as exc:
             raise ApiError(422, "unanswerable_query", exc.problem, exc.path) from None
-        except (TTransportException, OSError) as exc:
-            logger.warning("HBase unreachable during an estimate: %r", exc)
-            raise ApiError(503, "hbase_unavailable", "HBase cannot be reached") from None
-        except TException as exc:
-            logger.error("HBase error during an estimate: %r", exc)
-            raise ApiError(502, "hbase_error", f"HBase error: {_hbase_reason(exc)}") from None
         logger.info(
             "estimate tenant=%s leaves=%d rows_read=%d elapsed_ms=%.1f",
             tenant.name,
@@ -466,7 +343,7 @@ def create_app(engine: AudienceEngine, tenants: Tenants) -> FastAPI:
             status, detail, code = "unavailable", "HBase cannot be reached", 503
         except TException as exc:
             logger.warning("health: sketch table unreadable: %r", exc)
-            status, detail = "unavailable", f"sketch table unreadable: {_hbase_reason(exc)}"
+            status, detail = "unavailable", f"sketch table unreadable: {hbase_reason(exc)}"
             code = 503
         elapsed_ms = (time.perf_counter() - started) * 1000
         body = HealthResponse(status=status, detail=detail, elapsed_ms=elapsed_ms)

@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import signal
 import socket
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -199,36 +196,14 @@ def test_serve_refuses_a_bad_tenants_file_with_exit_2(tmp_path, capsys):
 
 
 @pytest.fixture
-def served(tmp_path, hbase_flags):
+def served(tmp_path, hbase_flags, serve_process):
     """``serve`` as a real uvicorn process on a free port; yields its base URL."""
     tenants = tmp_path / "tenants.json"
     tenants.write_text(
         json.dumps({"tenants": [{"name": "shop", "api_keys": [SHOP_KEY], "app_ids": ["com.shop"]}]})
     )
-    log_path = tmp_path / "serve.log"
     command = [sys.executable, "-m", "profile_store.audiences.cli", "serve", "--port", "0"]
-    command += ["--tenants", str(tenants), *hbase_flags]
-    with open(log_path, "wb") as log:
-        process = subprocess.Popen(
-            command, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ)
-        )
-    try:
-        yield _wait_for_url(process, log_path), process
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-
-
-def _wait_for_url(process: subprocess.Popen, log_path: Path) -> str:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        match = re.search(r"Uvicorn running on (http://\S+)", log_path.read_text())
-        if match:
-            return match.group(1)
-        assert process.poll() is None, log_path.read_text()
-        time.sleep(0.05)
-    raise AssertionError(f"serve did not start:\n{log_path.read_text()}")
+    return serve_process([*command, "--tenants", str(tenants), *hbase_flags])
 
 
 def test_serve_answers_concurrent_requests_and_stops_on_sigterm(served):

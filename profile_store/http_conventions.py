@@ -1,0 +1,195 @@
+"""What every endpoint of the HTTP service shares: API-key tenants, one error body, HBase failures.
+
+Every error, from any router, has the shape ``{"error": code, "message": text, "path": JSON path
+or null}``; FastAPI's own errors (404 route, 405 method, a malformed parameter) are rewritten
+into it, so a client parses one shape and never sees a 500 for anything the service foresees.
+HBase failures map the same way everywhere: unreachable is 503, an error HBase reports is 502.
+"""
+
+import contextlib
+import json
+import logging
+from collections.abc import Awaitable, Callable, Iterator
+from http import HTTPStatus
+from typing import Annotated, Any
+
+from fastapi import FastAPI, Request, Security
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyHeader
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from thriftpy2.thrift import TException
+from thriftpy2.transport import TTransportException
+
+from profile_store.audiences.tenants import Tenant, Tenants
+
+logger = logging.getLogger(__name__)
+
+API_KEY_HEADER = "X-API-Key"
+
+
+class ErrorResponse(BaseModel):
+    """Why a request was refused."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "error": "invalid_query",
+                    "message": "must be a positive integer",
+                    "path": "$.difference[0].intersection[1].min_count",
+                }
+            ]
+        }
+    )
+
+    error: str = Field(description="Machine-readable code, e.g. `invalid_query`.")
+    message: str = Field(description="What is wrong, for humans.")
+    path: str | None = Field(
+        default=None, description="JSON path of the offending value in the body, if any."
+    )
+
+
+class ApiError(Exception):
+    def __init__(
+        self,
+        status: int,
+        error: str,
+        message: str,
+        path: str | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error = error
+        self.message = message
+        self.path = path
+        self.headers = headers
+
+
+def printable(text: str) -> str:
+    """Echoed input may hold unpaired surrogates, which cannot be encoded as UTF-8."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def error_response(
+    status: int,
+    error: str,
+    message: str,
+    path: str | None = None,
+    headers: dict[str, str] | None = None,
+) -> JSONResponse:
+    body = ErrorResponse(
+        error=error, message=printable(message), path=None if path is None else printable(path)
+    )
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+
+
+def error_doc(description: str) -> dict[str, Any]:
+    """An OpenAPI ``responses`` entry whose body is ``ErrorResponse``."""
+    return {"model": ErrorResponse, "description": description}
+
+
+def hbase_reason(exc: TException) -> str:
+    """HBase's own message (e.g. ``TableNotFoundException: sketches``), else the error type."""
+    message = getattr(exc, "message", None)
+    if isinstance(message, bytes):
+        message = message.decode("utf-8", "replace")
+    return printable(str(message))[:300] if message else type(exc).__name__
+
+
+@contextlib.contextmanager
+def hbase_failures(action: str) -> Iterator[None]:
+    """Turn HBase failures during ``action`` into 503 (unreachable) or 502 (HBase's error)."""
+    try:
+        yield
+    except (TTransportException, OSError) as exc:
+        logger.warning("HBase unreachable during %s: %r", action, exc)
+        raise ApiError(503, "hbase_unavailable", "HBase cannot be reached") from None
+    except TException as exc:
+        logger.error("HBase error during %s: %r", action, exc)
+        raise ApiError(502, "hbase_error", f"HBase error: {hbase_reason(exc)}") from None
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Give ``ApiError`` and FastAPI's own errors (route, method, parameters) the error body."""
+
+    @app.exception_handler(ApiError)
+    async def api_error(_request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.error, exc.message, exc.path, exc.headers)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        phrase = HTTPStatus(exc.status_code).phrase
+        return error_response(
+            exc.status_code,
+            phrase.lower().replace(" ", "_"),
+            str(exc.detail or phrase),
+            headers=getattr(exc, "headers", None),
+        )
+
+    @app.exception_handler(RequestValidationError)
+    async def request_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = ".".join(str(part) for part in first.get("loc", ()))
+        return error_response(400, "invalid_request", f"{where}: {first.get('msg', 'invalid')}")
+
+
+def tenant_dependency(tenants: Tenants) -> Callable[..., Tenant]:
+    """A FastAPI dependency: the tenant of the request's ``X-API-Key``, else a 401."""
+    api_key_header = APIKeyHeader(
+        name=API_KEY_HEADER,
+        auto_error=False,
+        description="The tenant's API key: it decides which app_ids an audience query may "
+        "name; any tenant's key may read profiles.",
+    )
+
+    def current_tenant(api_key: Annotated[str | None, Security(api_key_header)]) -> Tenant:
+        tenant = tenants.authenticate(api_key)
+        if tenant is None:
+            reason = "unknown API key" if api_key else f"missing {API_KEY_HEADER} header"
+            raise ApiError(401, "unauthorized", reason, headers={"WWW-Authenticate": "ApiKey"})
+        return tenant
+
+    return current_tenant
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def json_body(max_bytes: int, what: str) -> Callable[[Request], Awaitable[Any]]:
+    """A FastAPI dependency: the body decoded as JSON, read only up to ``max_bytes``.
+
+    Errors are 413 (too large, refused before the whole body is read) or 400 (empty, not UTF-8,
+    not JSON, ``NaN``, nested too deeply); ``what`` names the expected body in messages.
+    """
+
+    async def body(request: Request) -> Any:
+        too_large = ApiError(413, "body_too_large", f"{what} exceeds {max_bytes} bytes", path="$")
+        declared = request.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > max_bytes:
+            raise too_large
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > max_bytes:
+                raise too_large
+            chunks.append(chunk)
+        raw = b"".join(chunks)
+        if not raw.strip():
+            raise ApiError(400, "invalid_json", f"empty body: expected {what}", "$")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ApiError(400, "invalid_json", f"the body is not UTF-8: {exc}", "$") from None
+        try:
+            return json.loads(text, parse_constant=_reject_constant)
+        except RecursionError:
+            raise ApiError(400, "invalid_json", "the JSON is nested too deeply", "$") from None
+        except ValueError as exc:
+            raise ApiError(400, "invalid_json", f"not valid JSON: {exc}", "$") from None
+
+    return body

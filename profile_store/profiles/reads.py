@@ -1,0 +1,578 @@
+"""The real-time reads of the ``profiles`` table (seeds 000, 002, 003, 004) and the expiry purge.
+
+A bidder has about 10 ms for everything (seed 002), so what a read costs is counted in HBase
+round trips (sequential requests), and every method says how many it makes:
+
+| read | round trips |
+| --- | --- |
+| ``segments(id)`` | 1 (``p|id``) |
+| ``segments(id, key_type=t)`` | 1 if ``p|id`` exists, else 2 (``l|t|id`` then ``p|master``) |
+| ``segments_many(ids)`` | 1 for up to ``MAX_IDS`` ids; 2 with a ``key_type`` and an alternate id |
+| ``connected(a, b)`` | 1 (``p|a``, ``p|b`` and ``e|a|b`` in one multi-get) |
+| ``linked_profiles(id)``, ``profile(id)`` | 1 |
+| ``masters(page_size)`` | 3-4 (open, fetch, close a server-filtered scanner) |
+
+Alternate ids (seed 004): a login or hashed email is not a row of its own; ``l|<type>|<value>``
+names the person's master, whose row carries the person's segments. The caller says which kind
+of id it holds with ``key_type``: ``None`` means a profile (device or cookie) id; a type means
+"a profile id or, failing that, an alternate id of this type". Both rows are read in the first
+round trip and a profile row wins, so a known device id never pays for the lookup and an
+alternate id costs exactly two.
+
+Segments are live while their expiry is in the future: an expiry at or before ``now_ms`` is
+never returned. A profile's ``g:`` cells are its person's compacted segments, its ``u:`` cells
+the ones a real-time feed added since the last compaction (seed 000); both count, and the later
+expiry wins. Counters are decayed to ``now_ms`` with the half-life stored beside them (seed 003).
+A ``p|`` row holding only ``u:`` cells (the feed wrote it before any compaction saw the id)
+answers ``segments`` and ``profile`` as a person of its own; the identity reads (``connected``,
+``linked_profiles``, ``masters``) know the rows compaction wrote.
+"""
+
+from __future__ import annotations
+
+import struct
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import happybase
+
+from profile_store.profiles.table import (
+    ASSOCIATIONS,
+    DEVICES,
+    EDGE_RULES,
+    EDGE_WEIGHT,
+    LOOKUP_PROFILE,
+    MASTER,
+    PROFILE_PREFIX,
+    SEGMENTS,
+    TYPE,
+    TYPE_EDGE,
+    TYPE_LOOKUP,
+    TYPE_PROFILE,
+    UNSYNCED,
+    ProfileRow,
+    decayed,
+    decode_ms,
+    decode_profile,
+    delete_up_to,
+    edge_key,
+    lookup_key,
+    profile_id_of,
+    profile_key,
+)
+
+MAX_IDS = 1000
+"""Most ids in one ``segments_many`` call (a bidder sends 25, seed 004)."""
+MAX_PAGE_SIZE = 1000
+MAX_LINKED = 1000
+MAX_ID_BYTES = 1024
+"""Longest id, in UTF-8 bytes (HBase row keys may be 32 KiB; no real id comes near this)."""
+DEFAULT_PURGE_RATE = 500.0
+"""Rows per second the purge scans by default: background work must not starve the bidders."""
+
+PROFILE_STOP = PROFILE_PREFIX[:-1] + bytes([PROFILE_PREFIX[-1] + 1])
+"""First row key after every ``p|`` key."""
+SEGMENT_COLUMNS = [TYPE, LOOKUP_PROFILE, SEGMENTS, UNSYNCED]
+CONNECTION_COLUMNS = [TYPE, MASTER, EDGE_WEIGHT, EDGE_RULES]
+LINKED_COLUMNS = [TYPE, MASTER, DEVICES, ASSOCIATIONS]
+MASTERS_FILTER = (
+    "SingleColumnValueFilter('s', 'master', =, 'binary:', false, true) AND KeyOnlyFilter()"
+)
+"""Keeps rows WITHOUT ``s:master`` (a master's is suppressed, seed 000): a row whose
+``s:master`` holds an id fails the ``= ''`` comparison and is dropped on the server; a missing
+column passes (``filterIfMissing`` false). ``s:master`` must be among the scanned columns, or
+the filter never sees it. The key-only part keeps the reply to row keys."""
+
+_DECODE_ERRORS = (ValueError, KeyError, struct.error)
+
+OpenTable = Callable[[], AbstractContextManager[happybase.Table]]
+
+
+class InvalidRequest(ValueError):
+    """An input is out of bounds; the message starts with the name of the field."""
+
+    def __init__(self, field_name: str, problem: str) -> None:
+        super().__init__(f"{field_name}: {problem}")
+        self.field = field_name
+        self.problem = problem
+
+
+class CorruptRow(Exception):
+    """A row's cells do not decode as ``table.py`` writes them; the message names the row."""
+
+
+@dataclass(frozen=True)
+class ProfileSegments:
+    """The live segments read for one id."""
+
+    id: str
+    profile: str  # the row that answered: ``id`` itself, or the master an alternate id names
+    via_lookup: bool
+    segments: dict[str, int]  # segment -> expiry ms, sorted by segment
+
+
+@dataclass(frozen=True)
+class Edge:
+    """A direct bridging edge between two profiles (seed 000: weight = link probability)."""
+
+    weight: float
+    rules: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Connection:
+    """Whether two profile ids are one person: both exist and share a master."""
+
+    a: str
+    b: str
+    connected: bool
+    master_a: str | None  # None: no such profile
+    master_b: str | None
+    edge: Edge | None  # the ``e|a|b`` row, if the pair has one (star edges touch a master)
+
+
+@dataclass(frozen=True)
+class LinkedProfiles:
+    """The other ids of a profile's person, as stored on its row (capped at write time)."""
+
+    profile: str
+    master: str
+    devices: int  # ids in the person, this one included
+    linked: dict[str, str]  # other id -> its id type, sorted by id, at most ``limit``
+    truncated: bool  # the person has more other ids than ``linked`` lists
+
+
+@dataclass(frozen=True)
+class MastersPage:
+    """One page of master profile ids in row-key order; ``next_after`` resumes after it."""
+
+    ids: list[str]
+    next_after: str | None  # None: this was the last page
+
+
+@dataclass(frozen=True)
+class ProfileView:
+    """A whole profile row as of ``now_ms``: live segments only, counters decayed."""
+
+    profile: str
+    id_type: str
+    master: str
+    first_seen_ms: int
+    devices: int
+    as_of_ms: int
+    now_ms: int
+    segments: dict[str, int]  # live ``g:`` and ``u:``, the later expiry winning
+    unsynced: dict[str, int]  # the live ``u:`` part, not yet spread to the person
+    counters: dict[str, float]  # event -> value decayed to ``now_ms``
+    linked: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_master(self) -> bool:
+        return self.master == self.profile
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field and ``is_master``: the JSON the CLI prints and the HTTP API returns."""
+        return {**asdict(self), "is_master": self.is_master}
+
+
+@dataclass(frozen=True)
+class PurgeReport:
+    """What a purge did; ``resume_after`` is set when ``max_rows`` stopped it early."""
+
+    rows_scanned: int
+    rows_purged: int
+    cells_deleted: int
+    cells_unreadable: int  # values that are no expiry: never deleted, left for a human
+    pages: int
+    resume_after: str | None  # pass as ``after`` to continue; None: the scan reached the end
+    elapsed_s: float
+
+
+def current_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def live_segments(now_ms: int, *expiries: Mapping[str, int]) -> dict[str, int]:
+    """Segments expiring after ``now_ms`` across ``expiries`` (e.g. g and u), later expiry wins."""
+    live: dict[str, int] = {}
+    for source in expiries:
+        for segment, expiry in source.items():
+            if expiry > now_ms and expiry > live.get(segment, now_ms):
+                live[segment] = expiry
+    return dict(sorted(live.items()))
+
+
+class ProfileReader:
+    """Reads the ``profiles`` table; ``open_table`` yields a happybase table per call.
+
+    Stateless apart from ``open_table`` (e.g. ``hbase_client.table_opener(pool, "profiles")``),
+    so one reader serves every thread of a service.
+    """
+
+    def __init__(self, open_table: OpenTable) -> None:
+        self.open_table = open_table
+
+    def segments(
+        self, id: str, key_type: str | None = None, now_ms: int | None = None
+    ) -> ProfileSegments | None:
+        """The live segments of ``id``'s person; None if neither row exists. 1 or 2 round trips.
+
+        ``key_type`` None: ``id`` is a profile id, one read of ``p|id``. Given: ``p|id`` and
+        ``l|key_type|id`` are read together; without a profile row the lookup's master is read
+        next (2 round trips in all). ``u:`` segments count for the row that carries them only,
+        until compaction spreads them over the person.
+        """
+        _check_id("id", id)
+        _check_optional_id("key_type", key_type)
+        now = _check_now(now_ms)
+        own = profile_key(id)
+        keys = [own] if key_type is None else [own, lookup_key(key_type, id)]
+        with self.open_table() as table:
+            rows = dict(table.rows(keys, columns=SEGMENT_COLUMNS))
+            if _is_profile(rows.get(own)):
+                return ProfileSegments(id, id, False, _live_row_segments(own, rows[own], now))
+            master = _lookup_target(keys[-1], rows.get(keys[-1])) if key_type else None
+            if master is None:
+                return None
+            key = profile_key(master)
+            cells = table.row(key, columns=SEGMENT_COLUMNS)
+        if not _is_profile(cells):
+            return None
+        return ProfileSegments(id, master, True, _live_row_segments(key, cells, now))
+
+    def segments_many(
+        self, ids: Sequence[str], key_type: str | None = None, now_ms: int | None = None
+    ) -> dict[str, dict[str, int]]:
+        """Live segments per id (each id once, in the given order); unknown ids map to ``{}``.
+
+        One round trip (one multi-get) for up to ``MAX_IDS`` profile ids: a bidder's batch of 25
+        costs what a single read does. With ``key_type``, lookup rows are read in that same trip
+        and the masters of the alternate ids among ``ids`` in a second one (seed 004's "at most
+        two sequential reads"). An unknown id and a profile without live segments both map to
+        ``{}``: a bidder treats them alike; ``segments`` tells them apart.
+        """
+        unique = _check_ids(ids)
+        _check_optional_id("key_type", key_type)
+        now = _check_now(now_ms)
+        keys = [profile_key(i) for i in unique]
+        lookups = [lookup_key(key_type, i) for i in unique] if key_type else []
+        answers: dict[str, dict[str, int]] = {}
+        with self.open_table() as table:
+            rows = dict(table.rows(keys + lookups, columns=SEGMENT_COLUMNS))
+            via: dict[str, bytes] = {}
+            for i, key in enumerate(keys):
+                if _is_profile(rows.get(key)):
+                    answers[unique[i]] = _live_row_segments(key, rows[key], now)
+                elif lookups:
+                    master = _lookup_target(lookups[i], rows.get(lookups[i]))
+                    if master is not None:
+                        via[unique[i]] = profile_key(master)
+            if via:
+                masters = dict(table.rows(sorted(set(via.values())), columns=SEGMENT_COLUMNS))
+                for i, key in via.items():
+                    if _is_profile(masters.get(key)):
+                        answers[i] = _live_row_segments(key, masters[key], now)
+        return {i: answers.get(i, {}) for i in unique}
+
+    def connected(self, a: str, b: str) -> Connection:
+        """Whether ``a`` and ``b`` are one person, for any two profile ids. 1 round trip.
+
+        Seed 000's edge lookup only answers when one of the two is the master; reading both
+        profile rows' ``s:master`` (and the edge row, for its weight) in one multi-get answers
+        for two non-masters at the same cost. An unknown id is connected to nothing.
+        """
+        _check_id("a", a)
+        _check_id("b", b)
+        key_a, key_b = profile_key(a), profile_key(b)
+        pair = edge_key(a, b) if a != b else None
+        keys = [key_a] if pair is None else [key_a, key_b, pair]
+        with self.open_table() as table:
+            rows = dict(table.rows(keys, columns=CONNECTION_COLUMNS))
+        master_a = _master_of(key_a, rows.get(key_a))
+        master_b = _master_of(key_b, rows.get(key_b))
+        return Connection(
+            a=a,
+            b=b,
+            connected=master_a is not None and master_a == master_b,
+            master_a=master_a,
+            master_b=master_b,
+            edge=None if pair is None else _edge(pair, rows.get(pair)),
+        )
+
+    def linked_profiles(self, id: str, limit: int = 100) -> LinkedProfiles | None:
+        """The other ids of ``id``'s person from its ``a:`` family; None if unknown. 1 round trip.
+
+        Compaction caps ``a:`` (seed 000's super-node guard), so the row is read whole and cut to
+        ``limit`` here; ``truncated`` says the person (``s:devices``) has more ids than listed.
+        """
+        _check_id("id", id)
+        _check_count("limit", limit, 1, MAX_LINKED)
+        key = profile_key(id)
+        with self.open_table() as table:
+            cells = table.row(key, columns=LINKED_COLUMNS)
+        if not _is_profile(cells):
+            return None
+        row = _decoded(key, cells)
+        linked = dict(sorted(row.associations.items())[:limit])
+        return LinkedProfiles(
+            profile=id,
+            master=row.master,
+            devices=row.devices,
+            linked=linked,
+            truncated=len(linked) < row.devices - 1,
+        )
+
+    def masters(self, page_size: int = 100, after: str | None = None) -> MastersPage:
+        """A page of master ids (seed 000's "list unique profiles"). 3-4 round trips.
+
+        One scanner over ``p|`` filtered on the server (``MASTERS_FILTER``), so non-master rows
+        never cross the wire. It asks for one row more than ``page_size`` to know whether another
+        page exists; ``after`` is the previous page's ``next_after`` (the last id it returned),
+        so every master is listed exactly once across pages.
+        """
+        _check_count("page_size", page_size, 1, MAX_PAGE_SIZE)
+        _check_optional_id("after", after)
+        start = PROFILE_PREFIX if after is None else profile_key(after) + b"\x00"
+        with self.open_table() as table:
+            keys = [
+                key
+                for key, _ in table.scan(
+                    row_start=start,
+                    row_stop=PROFILE_STOP,
+                    columns=[TYPE, MASTER],
+                    filter=MASTERS_FILTER,
+                    limit=page_size + 1,
+                    batch_size=page_size + 1,
+                )
+            ]
+        ids = [profile_id_of(key) for key in keys[:page_size]]
+        return MastersPage(ids=ids, next_after=ids[-1] if len(keys) > page_size else None)
+
+    def profile(self, id: str, now_ms: int | None = None) -> ProfileView | None:
+        """The whole row of ``id`` as of ``now_ms``; None if unknown. 1 round trip.
+
+        Expired segments are left out and counters decayed to ``now_ms`` (a time before a
+        counter's last update reads its stored value: counters never grow with time).
+        """
+        _check_id("id", id)
+        now = _check_now(now_ms)
+        key = profile_key(id)
+        with self.open_table() as table:
+            cells = table.row(key)
+        if not _is_profile(cells):
+            return None
+        row = _decoded(key, cells)
+        try:
+            counters = {
+                event: decayed(value, last_ms, half_life_ms, now)
+                for event, (value, last_ms, half_life_ms) in sorted(row.counters.items())
+            }
+        except ZeroDivisionError:
+            raise CorruptRow(f"{key!r}: a counter with a zero half-life") from None
+        return ProfileView(
+            profile=row.profile,
+            id_type=row.id_type,
+            master=row.master,
+            first_seen_ms=row.first_seen_ms,
+            devices=row.devices,
+            as_of_ms=row.as_of_ms,
+            now_ms=now,
+            segments=live_segments(now, row.segments, row.unsynced),
+            unsynced=live_segments(now, row.unsynced),
+            counters=counters,
+            linked=dict(sorted(row.associations.items())),
+        )
+
+    def purge_expired(
+        self,
+        now_ms: int | None = None,
+        *,
+        max_rows_per_second: float = DEFAULT_PURGE_RATE,
+        max_rows: int | None = None,
+        after: str | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> PurgeReport:
+        """Delete expired ``g:``/``u:`` cells of profile rows, throttled. 4+ round trips a page.
+
+        Reads never return expired segments, so this only reclaims space and keeps rows small
+        for the bidders. It walks ``p|`` in pages of about one second's worth of rows (each page
+        its own short scan, so no scanner lease outlives a pause), deletes each expired cell
+        only up to the timestamp it was read with (``table.delete_up_to``), then sleeps so the
+        scan never exceeds ``max_rows_per_second`` on average. A compaction writing a fresh
+        expiry into the same column meanwhile writes a newer version, which the bounded delete
+        leaves alone; a cell whose value is no expiry is never deleted. ``rows_scanned`` counts
+        rows holding any segment cell; ``max_rows`` stops the purge after that many, and the
+        report's ``resume_after``, passed back as ``after``, continues where it stopped.
+        """
+        if isinstance(max_rows_per_second, bool) or not (
+            isinstance(max_rows_per_second, int | float) and max_rows_per_second > 0
+        ):
+            raise InvalidRequest("max_rows_per_second", "must be a positive number")
+        if max_rows is not None:
+            _check_count("max_rows", max_rows, 1, None)
+        _check_optional_id("after", after)
+        now = _check_now(now_ms)
+        page_rows = max(1, min(MAX_PAGE_SIZE, int(max_rows_per_second)))
+        started = clock()
+        scanned = purged = deleted = unreadable = pages = 0
+        start = PROFILE_PREFIX if after is None else profile_key(after) + b"\x00"
+        resume_after: str | None = None
+        while True:
+            wanted = page_rows if max_rows is None else min(page_rows, max_rows - scanned)
+            if wanted == 0:
+                resume_after = profile_id_of(start[:-1])
+                break
+            if pages:
+                pause = started + scanned / max_rows_per_second - clock()
+                if pause > 0:
+                    sleep(pause)
+            with self.open_table() as table:
+                page = list(
+                    table.scan(
+                        row_start=start,
+                        row_stop=PROFILE_STOP,
+                        columns=[SEGMENTS, UNSYNCED],
+                        include_timestamp=True,
+                        limit=wanted,
+                        batch_size=wanted,
+                    )
+                )
+                expired, skipped = _expired_cells(page, now)
+                deleted += delete_up_to(table, expired)
+            pages += 1
+            scanned += len(page)
+            purged += len({key for key, _, _ in expired})
+            unreadable += skipped
+            if len(page) < wanted:
+                break
+            start = page[-1][0] + b"\x00"
+        return PurgeReport(
+            rows_scanned=scanned,
+            rows_purged=purged,
+            cells_deleted=deleted,
+            cells_unreadable=unreadable,
+            pages=pages,
+            resume_after=resume_after,
+            elapsed_s=clock() - started,
+        )
+
+
+# --- row decoding -------------------------------------------------------------------------------
+
+
+def _is_profile(cells: Mapping[bytes, bytes] | None) -> bool:
+    """A ``p|`` row with cells; one without ``s:type`` holds only ``u:`` cells the real-time feed
+    wrote before any compaction saw the id, and reads as a profile of its own."""
+    return bool(cells) and cells.get(TYPE, TYPE_PROFILE) == TYPE_PROFILE
+
+
+def _decoded(key: bytes, cells: Mapping[bytes, bytes]) -> ProfileRow:
+    """``decode_profile`` of a profile row, also of a feed-only one (no ``s:type``)."""
+    try:
+        return decode_profile(key, {TYPE: TYPE_PROFILE, **cells})
+    except _DECODE_ERRORS as exc:
+        raise CorruptRow(f"{key!r}: {exc}") from None
+
+
+def _live_row_segments(key: bytes, cells: Mapping[bytes, bytes], now_ms: int) -> dict[str, int]:
+    row = _decoded(key, cells)
+    return live_segments(now_ms, row.segments, row.unsynced)
+
+
+def _lookup_target(key: bytes, cells: Mapping[bytes, bytes] | None) -> str | None:
+    if not cells or cells.get(TYPE) != TYPE_LOOKUP or not cells.get(LOOKUP_PROFILE):
+        return None
+    try:
+        return cells[LOOKUP_PROFILE].decode()
+    except UnicodeDecodeError as exc:
+        raise CorruptRow(f"{key!r}: {exc}") from None
+
+
+def _master_of(key: bytes, cells: Mapping[bytes, bytes] | None) -> str | None:
+    """The row's master (itself on a master, whose ``s:master`` is absent); None: no profile."""
+    if not _is_profile(cells):
+        return None
+    try:
+        return cells[MASTER].decode() if MASTER in cells else profile_id_of(key)
+    except UnicodeDecodeError as exc:
+        raise CorruptRow(f"{key!r}: {exc}") from None
+
+
+def _edge(key: bytes, cells: Mapping[bytes, bytes] | None) -> Edge | None:
+    if not cells or cells.get(TYPE) != TYPE_EDGE:
+        return None
+    try:
+        rules = cells.get(EDGE_RULES, b"").decode()
+        return Edge(
+            weight=float(cells[EDGE_WEIGHT]),
+            rules=tuple(rule for rule in rules.split(",") if rule),
+        )
+    except _DECODE_ERRORS as exc:
+        raise CorruptRow(f"{key!r}: {exc}") from None
+
+
+def _expired_cells(
+    page: Iterable[tuple[bytes, dict[bytes, tuple[bytes, int]]]], now_ms: int
+) -> tuple[list[tuple[bytes, bytes, int]], int]:
+    """``(key, column, timestamp)`` of every expired cell, and the count of unreadable ones."""
+    expired: list[tuple[bytes, bytes, int]] = []
+    unreadable = 0
+    for key, cells in page:
+        for name, (value, timestamp) in cells.items():
+            try:
+                expiry = decode_ms(value)
+            except ValueError:
+                unreadable += 1
+                continue
+            if expiry <= now_ms:
+                expired.append((key, name, timestamp))
+    return expired, unreadable
+
+
+# --- input checks -------------------------------------------------------------------------------
+
+
+def _check_id(name: str, value: object) -> str:
+    if not isinstance(value, str) or not value:
+        raise InvalidRequest(name, "must be a non-empty string")
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidRequest(name, "not valid Unicode (unpaired surrogate)") from None
+    if size > MAX_ID_BYTES:
+        raise InvalidRequest(name, f"must be at most {MAX_ID_BYTES} bytes of UTF-8, got {size}")
+    return value
+
+
+def _check_optional_id(name: str, value: object) -> None:
+    if value is not None:
+        _check_id(name, value)
+
+
+def _check_ids(ids: object) -> list[str]:
+    if isinstance(ids, str | bytes) or not isinstance(ids, Sequence):
+        raise InvalidRequest("ids", "must be a list of ids")
+    if not 1 <= len(ids) <= MAX_IDS:
+        raise InvalidRequest("ids", f"must hold 1 to {MAX_IDS} ids, got {len(ids)}")
+    for i, value in enumerate(ids):
+        _check_id(f"ids[{i}]", value)
+    return list(dict.fromkeys(ids))
+
+
+def _check_count(name: str, value: object, low: int, high: int | None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidRequest(name, "must be an integer")
+    if value < low or (high is not None and value > high):
+        bound = f"at least {low}" if high is None else f"between {low} and {high}"
+        raise InvalidRequest(name, f"must be {bound}, got {value}")
+    return value
+
+
+def _check_now(now_ms: object) -> int:
+    if now_ms is None:
+        return current_ms()
+    return _check_count("now_ms", now_ms, 0, None)

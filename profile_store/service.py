@@ -1,0 +1,138 @@
+"""``profiles serve``: one HTTP service for the audience estimates and the profile reads.
+
+```
+profiles serve --host 127.0.0.1 --port 8080 --tenants tenants.json   # OpenAPI at /docs
+```
+
+One uvicorn process, one happybase pool, one set of API keys: ``POST /v1/audiences/estimate``,
+``GET /v1/health`` and the ``/v1/profiles``, ``/v1/connected`` and ``/v1/masters`` reads. ``profiles
+audience serve`` is the same command under its older name. It runs until SIGINT/SIGTERM, then
+closes the pool (and the embedded gateway, when it started one) and exits 0. Exit codes and
+HBase flags are ``cli_conventions``'.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+from profile_store.audiences.engine import AudienceEngine
+from profile_store.audiences.tenants import TenantConfigError, Tenants
+from profile_store.cli_conventions import (
+    EXIT_FAILURE,
+    EXIT_INPUT,
+    EXIT_OK,
+    HBASE_FAILURES,
+    InputError,
+    add_hbase_options,
+    settings_from_args,
+)
+from profile_store.hbase_client import hbase_pool, sketch_table_opener, table_opener
+from profile_store.profiles.reads import ProfileReader
+from profile_store.profiles.table import PROFILE_TABLE
+
+logger = logging.getLogger(__name__)
+
+SERVE_HELP = "serve the audience and profile HTTP API (OpenAPI at /docs)"
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register the top-level ``serve`` sub-command on the ``profiles`` CLI."""
+    parser = subparsers.add_parser(
+        "serve",
+        help=SERVE_HELP,
+        description="Run the HTTP service with uvicorn until SIGINT/SIGTERM.",
+    )
+    return configure_parser(parser)
+
+
+def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The service's options on ``parser`` (also used by ``profiles audience serve``)."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
+    parser.add_argument(
+        "--port", type=int, default=8080, help="TCP port; 0 picks a free one (default %(default)s)"
+    )
+    parser.add_argument(
+        "--tenants",
+        type=Path,
+        required=True,
+        help="tenants JSON: API keys and the app_ids each may query (see examples/tenants.json)",
+    )
+    parser.add_argument("--log-level", default="info", help="logging level (default %(default)s)")
+    add_hbase_options(parser)
+    parser.set_defaults(func=run_serve)
+    return parser
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from profile_store.audiences.http_api import create_app
+
+    try:
+        tenants = Tenants.from_file(args.tenants)
+        settings = settings_from_args(args)
+    except TenantConfigError as exc:
+        print(f"error: tenants: {exc}", file=sys.stderr)
+        return EXIT_INPUT
+    except InputError as exc:
+        print(f"error: {exc.message}", file=sys.stderr)
+        return EXIT_INPUT
+    level = args.log_level.upper()
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    server: uvicorn.Server | None = None
+    try:
+        with _stop_on_signals(), hbase_pool(settings) as pool:
+            app = create_app(
+                AudienceEngine(sketch_table_opener(pool)),
+                tenants,
+                ProfileReader(table_opener(pool, PROFILE_TABLE)),
+            )
+            logger.info("service: %d tenants, HBase: %s", len(tenants), settings.describe())
+            server = uvicorn.Server(
+                uvicorn.Config(app, host=args.host, port=args.port, log_level=level.lower())
+            )
+            server.run()
+    except _Stopped as stopped:
+        logger.info("service stopped by %s", stopped)
+    except HBASE_FAILURES as exc:
+        print(f"error: HBase: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
+    return EXIT_OK if server is not None and server.started else EXIT_FAILURE
+
+
+class _Stopped(Exception):
+    """SIGINT or SIGTERM: uvicorn shuts down gracefully, then re-raises the signal."""
+
+
+def _raise_stopped(signum: int, _frame: object) -> None:
+    raise _Stopped(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def _stop_on_signals() -> Iterator[None]:
+    """Turn the re-raised signal into ``_Stopped``, so the pool and gateway are closed."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {sig: signal.signal(sig, _raise_stopped) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = configure_parser(argparse.ArgumentParser(prog="profiles serve")).parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
