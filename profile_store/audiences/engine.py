@@ -1,8 +1,9 @@
 """Answering audience queries from the ``sketches`` table.
 
-Each leaf is ONE HBase scan over its contiguous date range (key order is app, event, day),
-filtered server-side on the attribute columns, with the day's aggregate rows riding along to
-prove that every day in range was built and kept the filtered attributes. The sketches are
+Each leaf is ONE HBase round trip. With attribute filters it is one scan over its contiguous
+date range (key order is app, event, day), filtered server-side on the attribute columns, with
+the day's aggregate rows riding along to prove that every day in range was built and kept the
+filtered attributes; without, it is one multi-get of the days' aggregate rows. The sketches are
 unioned in C++; the tree is evaluated in C++; bounds are DataSketches' (2 standard deviations,
 about 95%).
 """
@@ -19,7 +20,12 @@ from datetime import date
 from datasketches import compact_theta_sketch
 
 from profile_store.audiences.query import Leaf, Node, QueryError, QueryLimits, leaves, parse_query
-from profile_store.audiences.rowkey import AGGREGATE_HASH, leaf_scan_range, parse_rowkey
+from profile_store.audiences.rowkey import (
+    AGGREGATE_HASH,
+    aggregate_rowkey,
+    leaf_scan_range,
+    parse_rowkey,
+)
 from profile_store.audiences.sketch_algebra import evaluate, union_theta, users_with_min_count
 from profile_store.audiences.sketch_table import (
     AGGREGATE_MARK,
@@ -124,8 +130,10 @@ class AudienceEngine:
         ]
 
     def _read_leaf(self, table, leaf: Leaf) -> LeafRead:
-        start, stop = leaf_scan_range(leaf.app_id, leaf.event_type, leaf.date_from, leaf.date_to)
         sketch_column = COUNTS if leaf.min_count else THETA
+        if not leaf.attributes:
+            return self._read_aggregates(table, leaf, sketch_column)
+        start, stop = leaf_scan_range(leaf.app_id, leaf.event_type, leaf.date_from, leaf.date_to)
         columns = [sketch_column, AGGREGATE_MARK, KEPT] + [
             attribute_column(name) for name in leaf.attributes
         ]
@@ -146,6 +154,23 @@ class AudienceEngine:
                     continue
             if sketch_column in cells:
                 blobs.append(cells[sketch_column])
+        return self._combine(leaf, kept_by_day, blobs, rows)
+
+    def _read_aggregates(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead:
+        """A leaf without attribute filters: its days' aggregate rows, one multi-get.
+
+        The aggregate rows hold every user of (app, event, day), so no other row is needed;
+        reading them by key skips the combination rows a range scan would walk past.
+        """
+        keys = {aggregate_rowkey(leaf.app_id, leaf.event_type, day): day for day in leaf.days()}
+        found = table.rows(list(keys), columns=[sketch_column, KEPT])
+        kept_by_day = {keys[key]: set(json.loads(cells.get(KEPT, b"[]"))) for key, cells in found}
+        blobs = [cells[sketch_column] for _, cells in found if sketch_column in cells]
+        return self._combine(leaf, kept_by_day, blobs, len(found))
+
+    def _combine(
+        self, leaf: Leaf, kept_by_day: dict[date, set[str]], blobs: list[bytes], rows: int
+    ) -> LeafRead:
         self._check_answerable(leaf, kept_by_day)
         if leaf.min_count:
             sketch = users_with_min_count(blobs, leaf.min_count, self.lg_k)

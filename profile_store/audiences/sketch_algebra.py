@@ -21,7 +21,7 @@ from datasketches import (
 )
 
 from profile_store.audiences.query import Leaf, Node, Operation
-from profile_store.audiences.tuple_serde import load_counts_sketch
+from profile_store.audiences.tuple_serde import count_entries
 
 MAX_THETA = (1 << 63) - 1
 DEFAULT_SEED_HASH = 0x93CC  # DataSketches' default seed 9001, as Spark uses it
@@ -75,14 +75,12 @@ def users_with_min_count(blobs: list[bytes], min_count: int, lg_k: int) -> compa
     count_parts: list[np.ndarray] = []
     seed_hash = DEFAULT_SEED_HASH
     for blob in blobs:
-        sketch = load_counts_sketch(blob)
-        seed_hash = sketch.get_seed_hash()
-        theta = min(theta, sketch.theta64)
-        entries = list(sketch)
-        if entries:
-            keys, counts = zip(*entries, strict=True)
-            hash_parts.append(np.fromiter(keys, dtype=np.uint64, count=len(keys)))
-            count_parts.append(np.fromiter(counts, dtype=np.int64, count=len(counts)))
+        entries = count_entries(blob)
+        seed_hash = entries.seed_hash
+        theta = min(theta, entries.theta64)
+        if len(entries.hashes):
+            hash_parts.append(entries.hashes)
+            count_parts.append(entries.counts)
     if not hash_parts:
         return compact_theta_from_hashes(np.empty(0, np.uint64), theta, seed_hash)
     hashes = np.concatenate(hash_parts)
