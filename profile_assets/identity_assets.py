@@ -15,20 +15,15 @@ from dagster import (
     Config,
     MaterializeResult,
     MetadataValue,
-    TimeWindowPartitionMapping,
     asset,
 )
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 
-from profile_assets.partitions import daily_partitions
+from profile_assets.partitions import daily_partitions, previous_day
 from profile_store.identity.pipeline import build_day_edges, update_components
 from profile_store.identity.rules import DEFAULT_ALT_ID_WEIGHTS, DEFAULT_BLOCKLIST, BridgingRules
 from resources.lake import LakeResource
-
-_PREVIOUS_DAY = TimeWindowPartitionMapping(
-    start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True
-)
 
 
 class IdentityEdgesConfig(Config):
@@ -76,7 +71,7 @@ class IdentityEdgesConfig(Config):
     partitions_def=daily_partitions,
     group_name="identity",
     kinds={"spark", "parquet"},
-    deps=["raw_events", AssetDep("identity_edges", partition_mapping=_PREVIOUS_DAY)],
+    deps=["raw_events", AssetDep("identity_edges", partition_mapping=previous_day)],
     description=(
         "The day's bridging edges between profiles (same member_id, same alternate id, optional "
         "fuzzy IP/24 + user agent), a star to each key's first-seen profile, in "
@@ -129,7 +124,7 @@ class IdentityComponentsConfig(Config):
     partitions_def=daily_partitions,
     group_name="identity",
     kinds={"spark", "parquet"},
-    deps=["identity_edges", AssetDep("identity_components", partition_mapping=_PREVIOUS_DAY)],
+    deps=["identity_edges", AssetDep("identity_components", partition_mapping=previous_day)],
     description=(
         "Connected components of the identity edges (weight >= threshold) with the oldest "
         "profile as master: identity_components/date=D is the assignment profile -> master "

@@ -8,23 +8,18 @@ from dagster import (
     Config,
     MaterializeResult,
     MetadataValue,
-    TimeWindowPartitionMapping,
     asset,
 )
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 
-from profile_assets.partitions import daily_partitions
+from profile_assets.partitions import daily_partitions, previous_day
 from profile_store.hbase_client import table_opener
 from profile_store.profiles.pipeline import CompactionSettings, compact_day
 from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource
-
-_PREVIOUS_DAY = TimeWindowPartitionMapping(
-    start_offset=-1, end_offset=-1, allow_nonexistent_upstream_partitions=True
-)
 
 
 class SegmentRuleConfig(Config):
@@ -73,7 +68,7 @@ class CompactionConfig(Config):
     deps=[
         "raw_events",
         "identity_components",
-        AssetDep("compacted_profiles", partition_mapping=_PREVIOUS_DAY),
+        AssetDep("compacted_profiles", partition_mapping=previous_day),
     ],
     description=(
         "Profile rows in the HBase table `profiles`: every id of a person (identity component) "
