@@ -13,6 +13,7 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
+from pathlib import PurePosixPath
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -157,8 +158,9 @@ def _feed_history(spark: SparkSession, storage: LakeStorage, day: date) -> DataF
     """Every feed day up to ``day`` (for a full recompute), validated day by day."""
     frames = [spark.createDataFrame([], SEGMENTS_SCHEMA)]
     if storage.exists(SEGMENT_FEED):
-        for entry in sorted({f.relative.split("/")[1] for f in storage.list_files(SEGMENT_FEED)}):
-            feed_day = date.fromisoformat(entry.removeprefix("date="))
+        folders = {PurePosixPath(f.path).parts[1] for f in storage.list_files(SEGMENT_FEED)}
+        for folder in sorted(folders):
+            feed_day = date.fromisoformat(folder.removeprefix("date="))
             if feed_day <= day:
                 frames.append(read_segment_feed(spark, storage, feed_day))
     result = frames[0]

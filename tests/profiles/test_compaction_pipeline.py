@@ -228,3 +228,19 @@ def test_a_bad_segment_feed_line_fails_the_day_naming_the_field_and_applies_noth
         assert "expires_at" in error and "nothing applied" in error
     finally:
         (feed / "part-0.jsonl").unlink()
+
+
+def test_a_feed_segment_reaches_every_id_of_the_person_and_survives_a_full_recompute(built):
+    root, hbase, run, _ = built
+    master, ids = next((m, i) for m, i in _components(root).items() if len(i) >= 2)
+    feed = root / "segment_feed" / f"date={DAYS[1]}"
+    feed.mkdir(parents=True, exist_ok=True)
+    line = {"profile": ids[-1], "segment": "crm_gold", "expires_at": "2031-01-01T00:00:00Z"}
+    (feed / "part-1.jsonl").write_text(json.dumps(line) + "\n")
+    expiry = encode_ms(1_924_992_000_000)  # 2031-01-01T00:00Z
+    for run_config in (None, FULL):
+        run(DAYS[1], run_config)
+        with _table(hbase) as connection:
+            table = connection.table(PROFILE_TABLE)
+            for profile in ids:
+                assert table.row(profile_key(profile))[column(b"g", "crm_gold")] == expiry
