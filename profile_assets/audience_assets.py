@@ -2,6 +2,7 @@
 
 import json
 import os
+from collections import Counter
 from datetime import date, timedelta
 
 from dagster import (
@@ -23,7 +24,7 @@ from profile_store.audiences.attribute_stats import (
     daily_attribute_stats,
     trim_decisions,
 )
-from profile_store.audiences.rowkey import AGGREGATE_HASH, day_component
+from profile_store.audiences.rowkey import day_component
 from profile_store.audiences.sketch_rows import day_sketch_rows
 from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table
 from profile_store.audiences.sketch_writer import remove_stale_rows, write_sketch_rows
@@ -177,7 +178,7 @@ def audience_sketches(
         with hbase.connection() as connection:
             ensure_table(connection, SKETCH_TABLE)
         written = write_sketch_rows(rows, hbase.thrift_address(), SKETCH_TABLE, config.batch_size)
-        keys = rows.select("rowkey", "app_id", "event_type", "attr_hash", "events").collect()
+        keys = rows.select("rowkey", "row_kind", "app_id", "event_type", "events").collect()
     finally:
         rows.unpersist()
 
@@ -192,14 +193,16 @@ def audience_sketches(
     current_pairs = sorted({(r.app_id, r.event_type) for r in keys})
     storage.write_bytes(manifest_path, json.dumps(current_pairs).encode())
 
-    combinations = [r for r in keys if r.attr_hash != AGGREGATE_HASH]
+    kinds = Counter(r.row_kind for r in keys)
     return MaterializeResult(
         metadata={
             "dagster/row_count": written,
-            "combination_rows": len(combinations),
-            "aggregate_rows": written - len(combinations),
+            "combination_rows": kinds["combination"],
+            "aggregate_rows": kinds["aggregate"],
+            "marginal_rows": kinds["marginal"],
+            "kept_marker_rows": kinds["kept_marker"],
             "stale_rows_removed": removed,
-            "events": sum(r.events for r in combinations),
+            "events": sum(r.events for r in keys if r.row_kind == "aggregate"),
             "lg_k": config.lg_k,
             "hbase_table": SKETCH_TABLE,
         }

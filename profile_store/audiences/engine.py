@@ -1,11 +1,17 @@
 """Answering audience queries from the ``sketches`` table.
 
-Each leaf is ONE HBase round trip. With attribute filters it is one scan over its contiguous
-date range (key order is app, event, day), filtered server-side on the attribute columns, with
-the day's aggregate rows riding along to prove that every day in range was built and kept the
-filtered attributes; without, it is one multi-get of the days' aggregate rows. The sketches are
-unioned in C++; the tree is evaluated in C++; bounds are DataSketches' (2 standard deviations,
-about 95%).
+Each leaf is ONE HBase round trip:
+
+- without attribute filters, one multi-get of the days' aggregate rows;
+- filtering on one attribute, one multi-get of the days' marginal rows of that value and the
+  attribute's kept markers (a missing marker means trimmed or not built: the leaf then takes
+  the scan below, which names the days; so do tables written before marginal rows existed);
+- filtering on several attributes, one scan over the contiguous date range (key order is app,
+  event, day), filtered server-side on the attribute columns, with the day's aggregate rows
+  riding along to prove that every day in range was built and kept the filtered attributes.
+
+The sketches are unioned in C++; the tree is evaluated in C++; bounds are DataSketches' (2
+standard deviations, about 95%).
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from profile_store.audiences.query import Leaf, Node, QueryError, QueryLimits, l
 from profile_store.audiences.rowkey import (
     AGGREGATE_HASH,
     aggregate_rowkey,
+    kept_marker_rowkey,
     leaf_scan_range,
+    marginal_rowkey,
     parse_rowkey,
 )
 from profile_store.audiences.sketch_algebra import evaluate, union_theta, users_with_min_count
@@ -31,6 +39,7 @@ from profile_store.audiences.sketch_table import (
     AGGREGATE_MARK,
     COUNTS,
     KEPT,
+    KEPT_MARKER,
     THETA,
     attribute_column,
 )
@@ -133,6 +142,14 @@ class AudienceEngine:
         sketch_column = COUNTS if leaf.min_count else THETA
         if not leaf.attributes:
             return self._read_aggregates(table, leaf, sketch_column)
+        if len(leaf.attributes) == 1:
+            marginals = self._read_marginals(table, leaf, sketch_column)
+            if marginals is not None:
+                return marginals
+        return self._scan_combinations(table, leaf, sketch_column)
+
+    def _scan_combinations(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead:
+        """A leaf with attribute filters: its range's matching combination rows, one scan."""
         start, stop = leaf_scan_range(leaf.app_id, leaf.event_type, leaf.date_from, leaf.date_to)
         columns = [sketch_column, AGGREGATE_MARK, KEPT] + [
             attribute_column(name) for name in leaf.attributes
@@ -150,11 +167,10 @@ class AudienceEngine:
             rows += 1
             if key.endswith(_AGGREGATE_SUFFIX):
                 kept_by_day[parse_rowkey(key)[2]] = set(json.loads(cells.get(KEPT, b"[]")))
-                if leaf.attributes:
-                    continue
-            if sketch_column in cells:
+            elif sketch_column in cells:
                 blobs.append(cells[sketch_column])
-        return self._combine(leaf, kept_by_day, blobs, rows)
+        self._check_answerable(leaf, kept_by_day)
+        return self._union(leaf, blobs, rows)
 
     def _read_aggregates(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead:
         """A leaf without attribute filters: its days' aggregate rows, one multi-get.
@@ -166,12 +182,25 @@ class AudienceEngine:
         found = table.rows(list(keys), columns=[sketch_column, KEPT])
         kept_by_day = {keys[key]: set(json.loads(cells.get(KEPT, b"[]"))) for key, cells in found}
         blobs = [cells[sketch_column] for _, cells in found if sketch_column in cells]
-        return self._combine(leaf, kept_by_day, blobs, len(found))
-
-    def _combine(
-        self, leaf: Leaf, kept_by_day: dict[date, set[str]], blobs: list[bytes], rows: int
-    ) -> LeafRead:
         self._check_answerable(leaf, kept_by_day)
+        return self._union(leaf, blobs, len(found))
+
+    def _read_marginals(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead | None:
+        """A one-attribute leaf: its days' marginal rows and kept markers, one multi-get.
+
+        None when a day lacks its marker: the scan path then explains which days cannot answer.
+        """
+        ((name, value),) = leaf.attributes.items()
+        days = leaf.days()
+        markers = [kept_marker_rowkey(leaf.app_id, leaf.event_type, day, name) for day in days]
+        values = [marginal_rowkey(leaf.app_id, leaf.event_type, day, name, value) for day in days]
+        found = dict(table.rows(markers + values, columns=[sketch_column, KEPT_MARKER]))
+        if not all(key in found for key in markers):
+            return None
+        blobs = [found[key][sketch_column] for key in values if key in found]
+        return self._union(leaf, blobs, len(found))
+
+    def _union(self, leaf: Leaf, blobs: list[bytes], rows: int) -> LeafRead:
         if leaf.min_count:
             sketch = users_with_min_count(blobs, leaf.min_count, self.lg_k)
         else:

@@ -1,7 +1,15 @@
-"""Row keys of the ``sketches`` table: ``app|event_type|yyyymmdd|attr_hash16``.
+"""Row keys of the ``sketches`` table.
 
-Event before date, so that one leaf's whole date range is ONE contiguous scan. App and event
-names are percent-encoded (``%`` and ``|`` only), which keeps keys readable in the HBase shell
+```
+app|event_type|yyyymmdd|attr_hash16          one kept-attribute combination (or the aggregate)
+app|event_type|yyyymmdd|~|attribute          marker: the attribute was kept that day
+app|event_type|yyyymmdd|~|attribute|value    marginal: every user with attribute = value
+```
+
+Event before date, so that one leaf's whole date range is ONE contiguous scan; every row of a
+day shares the day's prefix, so re-materializing a day finds all of its earlier rows. ``~``
+sorts after the hex hashes: the marginal rows of a day follow its combinations. Names and
+values are percent-encoded (``%`` and ``|`` only), which keeps keys readable in the HBase shell
 while making ``|`` a true separator: no name can run into the next component.
 """
 
@@ -12,12 +20,18 @@ from urllib.parse import unquote
 
 SEPARATOR = "|"
 AGGREGATE_HASH = "0" * 16
+MARGINAL_MARK = "~"
 
 
 def encode_component(value: str) -> str:
     """Percent-encode the two characters that would break the key structure."""
     if not value:
         raise ValueError("row key component: must be a non-empty string")
+    return value.replace("%", "%25").replace("|", "%7C")
+
+
+def encode_value(value: str) -> str:
+    """Like ``encode_component``, but an attribute value may be empty."""
     return value.replace("%", "%25").replace("|", "%7C")
 
 
@@ -38,6 +52,22 @@ def sketch_rowkey(app_id: str, event_type: str, day: date, attr_hash: str) -> by
 
 def aggregate_rowkey(app_id: str, event_type: str, day: date) -> bytes:
     return sketch_rowkey(app_id, event_type, day, AGGREGATE_HASH)
+
+
+def kept_marker_rowkey(app_id: str, event_type: str, day: date, attribute: str) -> bytes:
+    """The row proving that ``attribute`` was kept on ``day`` (so its marginals are complete)."""
+    return (
+        day_prefix(app_id, event_type, day)
+        + (MARGINAL_MARK + SEPARATOR + encode_component(attribute)).encode()
+    )
+
+
+def marginal_rowkey(app_id: str, event_type: str, day: date, attribute: str, value: str) -> bytes:
+    """The row of every user of (app, event, day) whose event had ``attribute`` = ``value``."""
+    return (
+        kept_marker_rowkey(app_id, event_type, day, attribute)
+        + (SEPARATOR + encode_value(value)).encode()
+    )
 
 
 def day_prefix(app_id: str, event_type: str, day: date) -> bytes:

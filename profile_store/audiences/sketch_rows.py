@@ -3,7 +3,9 @@
 One row per (app, event type, combination of kept attribute values): a theta sketch of its
 users, a tuple sketch of events per user (summed), the kept attributes themselves, and counts.
 One more row per (app, event type) aggregates all combinations: it answers leaves without
-attribute filters with a single row, and it is a union of the combination sketches, so the
+attribute filters with a single row. One marginal row per kept (attribute, value) does the same
+for leaves filtering on one attribute, and a kept marker per attribute proves the marginals of
+the day complete. Aggregates and marginals are unions of the combination sketches, so the
 events are read once.
 """
 
@@ -13,20 +15,26 @@ from datasketches import AccumulatorPolicy, update_theta_sketch, update_tuple_sk
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from profile_store.audiences.rowkey import AGGREGATE_HASH
+from profile_store.audiences.rowkey import AGGREGATE_HASH, MARGINAL_MARK
 from profile_store.audiences.tuple_serde import SERDE
 
 DEFAULT_LG_K = 12
 
 
-def _escaped(column: str) -> Column:
-    return F.replace(F.replace(F.col(column), F.lit("%"), F.lit("%25")), F.lit("|"), F.lit("%7C"))
+def _escaped(column: str | Column) -> Column:
+    column = F.col(column) if isinstance(column, str) else column
+    return F.replace(F.replace(column, F.lit("%"), F.lit("%25")), F.lit("|"), F.lit("%7C"))
 
 
 def _rowkey(day_text: str) -> Column:
-    return F.concat_ws(
-        "|", _escaped("app_id"), _escaped("event_type"), F.lit(day_text), F.col("attr_hash")
+    """``app|event|day|`` and the row kind's own suffix (see rowkey.py)."""
+    marker = F.concat_ws("|", F.lit(MARGINAL_MARK), _escaped("attribute"))
+    suffix = (
+        F.when(F.col("row_kind") == "marginal", F.concat_ws("|", marker, _escaped("value")))
+        .when(F.col("row_kind") == "kept_marker", marker)
+        .otherwise(F.col("attr_hash"))
     )
+    return F.concat_ws("|", _escaped("app_id"), _escaped("event_type"), F.lit(day_text), suffix)
 
 
 def kept_attribute_lists(decisions: DataFrame) -> DataFrame:
@@ -98,21 +106,70 @@ def aggregate_sketches(
     )
 
 
+def marginal_sketches(combinations: DataFrame, lg_k: int = DEFAULT_LG_K) -> DataFrame:
+    """One row per (app, event type, kept attribute, value): the union of its combinations."""
+    pairs = combinations.select(
+        "app_id", "event_type", F.explode("combination").alias("pair"), "theta", "counts", "events"
+    )
+    return pairs.groupBy(
+        "app_id",
+        "event_type",
+        F.col("pair.key").alias("attribute"),
+        F.col("pair.value").alias("value"),
+    ).agg(
+        F.theta_union_agg("theta", lg_k).alias("theta"),
+        F.tuple_union_agg_integer("counts", lg_k, "sum").alias("counts"),
+        F.sum("events").alias("events"),
+    )
+
+
+def kept_markers(kept: DataFrame) -> DataFrame:
+    """One row per (app, event type, attribute kept that day)."""
+    return kept.select("app_id", "event_type", F.explode("kept_attributes").alias("attribute"))
+
+
+_COLUMNS = {
+    "attr_hash": "string",
+    "combination": "array<struct<key:string,value:string>>",
+    "attribute": "string",
+    "value": "string",
+    "theta": "binary",
+    "counts": "binary",
+    "events": "bigint",
+    "kept_attributes": "array<string>",
+}
+
+
+def _as_rows(frame: DataFrame, kind: str) -> DataFrame:
+    """``frame`` with every column of the union (missing ones null) and its row kind."""
+    columns = [
+        (F.col(name) if name in frame.columns else F.lit(None)).cast(kind_type).alias(name)
+        for name, kind_type in _COLUMNS.items()
+    ]
+    return frame.select("app_id", "event_type", F.lit(kind).alias("row_kind"), *columns)
+
+
 def day_sketch_rows(
     events: DataFrame, decisions: DataFrame, day_text: str, lg_k: int = DEFAULT_LG_K
 ) -> DataFrame:
     """Every sketch row of a day with its HBase row key (``day_text`` is ``yyyymmdd``)."""
     kept = kept_attribute_lists(decisions)
-    combinations = combination_sketches(events, kept, lg_k).withColumn(
-        "kept_attributes", F.lit(None).cast("array<string>")
+    combinations = combination_sketches(events, kept, lg_k)
+    rows = (
+        _as_rows(combinations, "combination")
+        .unionByName(_as_rows(aggregate_sketches(combinations, kept, lg_k), "aggregate"))
+        .unionByName(_as_rows(marginal_sketches(combinations, lg_k), "marginal"))
+        .unionByName(_as_rows(kept_markers(kept), "kept_marker"))
     )
-    rows = combinations.unionByName(aggregate_sketches(combinations, kept, lg_k))
     return rows.select(
         _rowkey(day_text).alias("rowkey"),
+        "row_kind",
         "app_id",
         "event_type",
         "attr_hash",
         "combination",
+        "attribute",
+        "value",
         "theta",
         "counts",
         "events",

@@ -1,15 +1,19 @@
 """The ``sketches`` HBase table: its families, cell layout, writes and stale-row removal.
 
 ```
-row    app|event_type|yyyymmdd|attr_hash16        (see rowkey.py)
+row    app|event_type|yyyymmdd|attr_hash16        (see rowkey.py for every row kind)
 s:theta    compact theta sketch of the row's users
 s:counts   integer tuple sketch: events per user (summed)
-a:<name>   one column per kept attribute: its value
+a:<name>   on combination rows, one column per kept attribute: its value
 m:events   events in the row (8-byte big-endian)
 m:users    estimated unique users (ASCII, for humans in the HBase shell)
 m:agg      "1" on the aggregate row of (app, event, day)
 m:kept     on the aggregate row: JSON list of the attributes kept that day
+m:attr     on the kept marker row of (app, event, day, attribute): the attribute's name
 ```
+
+Marginal rows (one per kept attribute and value) carry the ``s:`` and the count columns but no
+``a:`` columns, so the server-side filters of multi-attribute scans never select them.
 """
 
 from __future__ import annotations
@@ -27,6 +31,9 @@ EVENTS = b"m:events"
 USERS = b"m:users"
 AGGREGATE_MARK = b"m:agg"
 KEPT = b"m:kept"
+KEPT_MARKER = b"m:attr"
+
+ROW_KINDS = ("combination", "aggregate", "marginal", "kept_marker")
 
 
 def attribute_column(name: str) -> bytes:
@@ -41,15 +48,21 @@ def ensure_table(connection, name: str = SKETCH_TABLE) -> None:
 
 def row_cells(row: dict) -> dict[bytes, bytes]:
     """The cells of one sketch row (a dict with the columns of ``day_sketch_rows``)."""
+    kind = row["row_kind"]
+    if kind not in ROW_KINDS:
+        raise ValueError(f"row_kind: expected one of {ROW_KINDS}, got {kind!r}")
+    if kind == "kept_marker":
+        return {KEPT_MARKER: row["attribute"].encode()}
     cells = {
         THETA: bytes(row["theta"]),
         COUNTS: bytes(row["counts"]),
         EVENTS: struct.pack(">q", int(row["events"])),
         USERS: f"{row['users_estimate']:.0f}".encode(),
     }
-    for pair in row["combination"] or []:
-        cells[attribute_column(pair["key"])] = pair["value"].encode()
-    if row.get("kept_attributes") is not None:
+    if kind == "combination":
+        for pair in row["combination"] or []:
+            cells[attribute_column(pair["key"])] = pair["value"].encode()
+    if kind == "aggregate":
         cells[AGGREGATE_MARK] = b"1"
         cells[KEPT] = json.dumps(sorted(row["kept_attributes"])).encode()
     return cells

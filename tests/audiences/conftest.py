@@ -1,8 +1,9 @@
 """A small, known audience in a real embedded HBase gateway, for the CLI and HTTP tests.
 
 Sketch rows are written straight into the ``sketches`` table (no Spark), laid out as the
-pipeline writes them: per (app, event, day) one aggregate row carrying the kept attributes, plus
-one row per kept-attribute combination. Every set is small, so every answer is exact:
+pipeline writes them: per (app, event, day) one aggregate row carrying the kept attributes, one
+row per kept-attribute combination, and per kept attribute a kept marker and one marginal row
+per value. Every set is small, so every answer is exact:
 
 | app / event | 2026-11-01 | 2026-11-02 | kept attributes |
 | --- | --- | --- | --- |
@@ -28,7 +29,12 @@ import pytest
 from datasketches import AccumulatorPolicy, update_theta_sketch, update_tuple_sketch
 
 from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.rowkey import AGGREGATE_HASH, sketch_rowkey
+from profile_store.audiences.rowkey import (
+    AGGREGATE_HASH,
+    kept_marker_rowkey,
+    marginal_rowkey,
+    sketch_rowkey,
+)
 from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table, write_rows
 from profile_store.audiences.tuple_serde import SERDE
 from profile_store.hbase_client import HBaseSettings, hbase_pool, sketch_table_opener
@@ -44,18 +50,23 @@ def _row(
     events_by_user: dict[str, int],
     combination: dict[str, str] | None = None,
     kept: list[str] | None = None,
+    marginal: tuple[str, str] | None = None,
 ) -> dict:
     theta = update_theta_sketch(12)
     counts = update_tuple_sketch(AccumulatorPolicy(), 12)
     for user, events in events_by_user.items():
         theta.update(user)
         counts.update(user, events)
-    if kept is not None:
-        attr_hash = AGGREGATE_HASH
+    if marginal is not None:
+        kind, rowkey = "marginal", marginal_rowkey(app, event, day, *marginal)
+    elif kept is not None:
+        kind, rowkey = "aggregate", sketch_rowkey(app, event, day, AGGREGATE_HASH)
     else:
         attr_hash = hashlib.sha256(json.dumps(combination).encode()).hexdigest()[:16]
+        kind, rowkey = "combination", sketch_rowkey(app, event, day, attr_hash)
     return {
-        "rowkey": sketch_rowkey(app, event, day, attr_hash).decode(),
+        "rowkey": rowkey.decode(),
+        "row_kind": kind,
         "theta": theta.compact().serialize(),
         "counts": counts.compact().serialize(SERDE),
         "events": sum(events_by_user.values()),
@@ -68,7 +79,10 @@ def _row(
 def _day_rows(
     app: str, event: str, day: date, groups: dict[str, dict[str, int]], kept: list[str]
 ) -> list[dict]:
-    """The aggregate row and one row per combination; ``groups`` maps 'name=value' to users."""
+    """The aggregate row and one row per combination; ``groups`` maps 'name=value' to users.
+
+    With one attribute, each combination's marginal row holds the same users.
+    """
     everyone: dict[str, int] = {}
     rows = []
     for combination, users in groups.items():
@@ -77,7 +91,14 @@ def _day_rows(
         if kept:
             name, value = combination.split("=")
             rows.append(_row(app, event, day, users, combination={name: value}))
-    return [_row(app, event, day, everyone, kept=kept), *rows]
+            rows.append(_row(app, event, day, users, marginal=(name, value)))
+    markers = [_kept_marker(app, event, day, name) for name in kept]
+    return [_row(app, event, day, everyone, kept=kept), *rows, *markers]
+
+
+def _kept_marker(app: str, event: str, day: date, attribute: str) -> dict:
+    rowkey = kept_marker_rowkey(app, event, day, attribute).decode()
+    return {"rowkey": rowkey, "row_kind": "kept_marker", "attribute": attribute}
 
 
 def audience_rows() -> list[dict]:
@@ -111,6 +132,12 @@ def write_audience(connection: happybase.Connection) -> None:
     """Create the sketch table and write the data set into it."""
     ensure_table(connection)
     write_rows(connection.table(SKETCH_TABLE), audience_rows())
+
+
+@pytest.fixture(scope="session")
+def sketch_rows() -> list[dict]:
+    """The data set's rows, for tests that write a variant of it."""
+    return audience_rows()
 
 
 @pytest.fixture(scope="session")

@@ -34,6 +34,7 @@ def landing_rows(day: str, seed: int, users: int = 6000) -> list[str]:
         user = rng.randrange(users)
         event = rng.choices(("view", "cart", "buy"), weights=(70, 20, 10))[0]
         attributes = {"color": COLORS[user % 5] if rng.random() < 0.9 else rng.choice(COLORS)}
+        attributes["size"] = rng.choice("SML")
         attributes["order_id"] = f"{day}-{i}"
         rows.append(
             json.dumps(
@@ -124,6 +125,8 @@ QUERIES = [
     {"intersection": [leaf("view"), leaf("buy")]},
     {"difference": [leaf("cart", attributes={"color": "blue"}), leaf("buy")]},
     {"union": [leaf("buy", min_count=2), leaf("cart", attributes={"color": "green"})]},
+    leaf("view", attributes={"size": "M"}, min_count=2),
+    leaf("view", attributes={"color": "red", "size": "S"}),
 ]
 
 
@@ -173,3 +176,21 @@ def test_rematerializing_a_day_removes_its_stale_rows(spark, built, lake_root, h
     write_day(lake_root, DAYS[1], landing_rows(DAYS[1], 1))
     materialize_days(lake_root, hbase, days=DAYS[1:])
     assert day_keys() == before
+
+
+def test_one_attribute_leaves_read_one_marginal_row_and_marker_per_day(built, engine):
+    answer = engine.estimate(leaf("buy", attributes={"size": "L"}))
+    assert answer.rows_read == 4
+
+
+def test_the_sketch_asset_reports_its_rows_by_kind(built, lake_root, hbase):
+    result = materialize_days(lake_root, hbase, days=DAYS[:1])
+    (materialization,) = result.asset_materializations_for_node("audience_sketches")
+    metadata = {key: value.value for key, value in materialization.metadata.items()}
+    assert metadata["aggregate_rows"] == 3  # view, cart, buy
+    assert metadata["kept_marker_rows"] == 6  # color and size of each
+    assert metadata["marginal_rows"] == 3 * (5 + 3)
+    assert metadata["dagster/row_count"] == sum(
+        metadata[kind]
+        for kind in ("combination_rows", "aggregate_rows", "marginal_rows", "kept_marker_rows")
+    )

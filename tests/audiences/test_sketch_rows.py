@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import pytest
 from datasketches import compact_theta_sketch
 from pyspark.sql import functions as F
 
 from profile_store.audiences.attribute_stats import TrimRule, daily_attribute_stats, trim_decisions
-from profile_store.audiences.rowkey import AGGREGATE_HASH
+from profile_store.audiences.rowkey import AGGREGATE_HASH, kept_marker_rowkey, marginal_rowkey
 from profile_store.audiences.sketch_rows import day_sketch_rows
 from profile_store.audiences.tuple_serde import load_counts_sketch
 
@@ -62,7 +64,10 @@ def test_window_merges_days_before_deciding(spark):
 
 def test_one_row_per_kept_combination_plus_one_aggregate(events):
     rows = day_sketch_rows(events, decisions(events), "20261101").collect()
-    buy = sorted((r for r in rows if r.event_type == "buy"), key=lambda r: r.attr_hash)
+    buy = sorted(
+        (r for r in rows if r.event_type == "buy" and r.attr_hash is not None),
+        key=lambda r: r.attr_hash,
+    )
     assert [r.attr_hash == AGGREGATE_HASH for r in buy] == [True, False, False]
     assert sorted(tuple(c.asDict().values()) for r in buy[1:] for c in r.combination) == [
         ("color", "blue"),
@@ -79,7 +84,7 @@ def test_theta_sketches_count_unique_users_and_the_aggregate_unions_them(events)
     per_combination = [
         compact_theta_sketch.deserialize(bytes(r.theta)).get_estimate()
         for r in rows.values()
-        if r.event_type == "buy" and r.attr_hash != AGGREGATE_HASH
+        if r.event_type == "buy" and r.row_kind == "combination"
     ]
     assert per_combination == [20, 20]
 
@@ -94,7 +99,7 @@ def test_tuple_sketch_sums_events_per_user(events):
 def test_events_without_kept_attributes_form_their_own_combination(events):
     rows = [r for r in day_sketch_rows(events, decisions(events), "20261101").collect()]
     view = [r for r in rows if r.event_type == "view"]
-    assert len(view) == 2  # the empty combination and the aggregate
+    assert len(view) == 2  # the empty combination and the aggregate; no marginals
     assert {r.attr_hash == AGGREGATE_HASH for r in view} == {True, False}
 
 
@@ -117,3 +122,46 @@ def test_aggregate_rows_carry_the_kept_attribute_list(events):
     kept = {r.event_type: r.kept_attributes for r in rows if r.attr_hash == AGGREGATE_HASH}
     assert kept == {"buy": ["color"], "view": []}
     assert all(r.kept_attributes is None for r in rows if r.attr_hash != AGGREGATE_HASH)
+
+
+def test_each_kept_value_gets_a_marginal_row_unioning_its_combinations(spark):
+    rows = [
+        ("shop", "buy", f"u{i % 30}", {"color": ("red", "blue")[i % 2], "size": "SML"[i % 3]})
+        for i in range(600)
+    ]
+    events = spark.createDataFrame(rows, SCHEMA)
+    out = day_sketch_rows(events, decisions(events), "20261101").collect()
+    marginals = {(r.attribute, r.value): r for r in out if r.row_kind == "marginal"}
+    assert sorted(marginals) == [
+        ("color", "blue"),
+        ("color", "red"),
+        ("size", "L"),
+        ("size", "M"),
+        ("size", "S"),
+    ]
+    red = marginals[("color", "red")]
+    assert red.rowkey == "shop|buy|20261101|~|color|red"
+    assert compact_theta_sketch.deserialize(bytes(red.theta)).get_estimate() == 15
+    assert red.events == 300
+    assert sorted(v for _, v in load_counts_sketch(red.counts)) == [20] * 15
+    combinations = [r for r in out if r.row_kind == "combination"]
+    assert len(combinations) == 6  # every (color, size) pair: the marginals union 3 or 2 each
+
+
+def test_each_kept_attribute_gets_a_marker_row(events):
+    out = day_sketch_rows(events, decisions(events), "20261101").collect()
+    markers = [(r.rowkey, r.attribute) for r in out if r.row_kind == "kept_marker"]
+    assert markers == [("shop|buy|20261101|~|color", "color")]
+
+
+def test_marginal_keys_escape_separators_in_names_and_values(spark):
+    rows = [("a|b", "e", f"u{i}", {"x|y": "1|2"}) for i in range(40)]
+    events = spark.createDataFrame(rows, SCHEMA)
+    out = day_sketch_rows(events, decisions(events), "20261101").collect()
+    keys = sorted(r.rowkey for r in out if r.row_kind in ("marginal", "kept_marker"))
+    day = date(2026, 11, 1)
+    assert keys == ["a%7Cb|e|20261101|~|x%7Cy", "a%7Cb|e|20261101|~|x%7Cy|1%7C2"]
+    assert [key.encode() for key in keys] == [
+        kept_marker_rowkey("a|b", "e", day, "x|y"),
+        marginal_rowkey("a|b", "e", day, "x|y", "1|2"),
+    ]

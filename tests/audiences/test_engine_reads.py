@@ -1,0 +1,102 @@
+"""Which rows each kind of leaf reads, and in how many round trips (data set: conftest.py)."""
+
+from __future__ import annotations
+
+import contextlib
+
+import happybase
+import pytest
+
+from profile_store.audiences.engine import AudienceEngine
+from profile_store.audiences.query import QueryError
+from profile_store.audiences.sketch_table import ensure_table, write_rows
+
+
+class CountingTable:
+    """A real happybase table that counts the calls reaching HBase."""
+
+    def __init__(self, table: happybase.Table) -> None:
+        self.table = table
+        self.calls: list[str] = []
+
+    def rows(self, *args, **kwargs):
+        self.calls.append("rows")
+        return self.table.rows(*args, **kwargs)
+
+    def scan(self, *args, **kwargs):
+        self.calls.append("scan")
+        return self.table.scan(*args, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def connection(sketch_gateway):
+    connection = happybase.Connection(**sketch_gateway.connection_kwargs())
+    yield connection
+    connection.close()
+
+
+def counting_engine(connection: happybase.Connection, table_name: str = "sketches"):
+    counted = CountingTable(connection.table(table_name))
+
+    @contextlib.contextmanager
+    def open_table():
+        yield counted
+
+    return AudienceEngine(open_table), counted
+
+
+def purchases(**extra) -> dict:
+    return {
+        "app_id": "com.shop",
+        "event_type": "purchase",
+        "date_from": "2026-11-01",
+        "date_to": "2026-11-02",
+        **extra,
+    }
+
+
+def test_a_one_attribute_leaf_is_one_multi_get_of_marginal_rows_and_markers(connection):
+    engine, counted = counting_engine(connection)
+    answer = engine.estimate(purchases(attributes={"color": "red"}))
+    assert answer.estimate == 20 and answer.exact
+    assert counted.calls == ["rows"]
+    assert answer.rows_read == 4  # two kept markers, two marginal rows
+
+
+def test_a_value_absent_on_some_days_counts_those_days_as_empty(connection):
+    engine, _ = counting_engine(connection)
+    answer = engine.estimate(purchases(attributes={"color": "blue"}))
+    assert answer.estimate == 10  # blue purchasers exist on 2026-11-01 only
+    assert answer.rows_read == 3
+
+
+def test_min_count_on_a_one_attribute_leaf_sums_the_marginal_counts(connection):
+    engine, _ = counting_engine(connection)
+    answer = engine.estimate(purchases(attributes={"color": "red"}, min_count=3))
+    assert answer.estimate == 3  # u0, u2, u4: three red purchases each on 2026-11-01
+
+
+def test_a_leaf_without_attributes_is_one_multi_get(connection):
+    engine, counted = counting_engine(connection)
+    assert engine.estimate(purchases()).estimate == 30
+    assert counted.calls == ["rows"]
+
+
+def test_a_trimmed_attribute_falls_back_to_the_scan_that_names_the_days(connection):
+    engine, counted = counting_engine(connection)
+    leaf = purchases(event_type="install", attributes={"color": "red"})
+    with pytest.raises(QueryError, match="'color'.*trimmed or never seen on 2026-11-01, 2026-11"):
+        engine.estimate(leaf)
+    assert counted.calls == ["rows", "scan"]
+
+
+def test_tables_written_before_marginal_rows_answer_from_the_combination_scan(
+    connection, sketch_rows
+):
+    ensure_table(connection, "sketches_without_marginals")
+    older_layout = [row for row in sketch_rows if row["row_kind"] in ("aggregate", "combination")]
+    write_rows(connection.table("sketches_without_marginals"), older_layout)
+    engine, counted = counting_engine(connection, "sketches_without_marginals")
+    answer = engine.estimate(purchases(attributes={"color": "red"}))
+    assert answer.estimate == 20 and answer.exact
+    assert counted.calls == ["rows", "scan"]
