@@ -16,7 +16,7 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 from pyspark.sql import functions as F
 
-from profile_assets.audience_assets import SKETCH_LG_K, audience_sketches
+from profile_assets.audience_assets import audience_sketches
 from profile_assets.partitions import daily_partitions
 from profile_store.audiences.accuracy import AccuracyBars, error_histogram_png, histogram_markdown
 from profile_store.audiences.accuracy_run import run_accuracy
@@ -72,7 +72,7 @@ def audience_estimation_error(
         with hbase.connection() as connection:
             yield connection.table(SKETCH_TABLE)
 
-    engine = AudienceEngine(open_table, lg_k=SKETCH_LG_K, min_retained_for_estimate=0)
+    engine = AudienceEngine(open_table, min_retained_for_estimate=0)
     run = run_accuracy(session, events, decisions, engine, days, config.queries, config.seed)
     bars = AccuracyBars(
         config.max_mean_error,

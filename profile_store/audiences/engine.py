@@ -11,7 +11,10 @@ Each leaf is ONE HBase round trip:
   riding along to prove that every day in range was built and kept the filtered attributes.
 
 The sketches are unioned in C++; the tree is evaluated in C++; bounds are DataSketches' (2
-standard deviations, about 95%).
+standard deviations, about 95%). Unions keep up to 2^16 entries, more than a day's sketch
+(lg_k 12): every hash the days' sketches hold below their common theta is a sample, so a
+30-day leaf keeps several times the samples of one day. On the 30-day benchmark this took the
+mean relative error from 2.3% (unions capped at 2^12) to 0.8%; the estimate stays unbiased.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from profile_store.audiences.sketch_table import (
 )
 
 NUM_STD_DEV = 2  # DataSketches bounds at 2 standard deviations: ~95.4% confidence
+UNION_LG_K = 16
 _AGGREGATE_SUFFIX = b"|" + AGGREGATE_HASH.encode()
 
 
@@ -91,17 +95,23 @@ class LeafRead:
 
 
 class AudienceEngine:
-    """Estimates audience sizes; ``open_table`` yields the happybase table of sketches."""
+    """Estimates audience sizes; ``open_table`` yields the happybase table of sketches.
+
+    ``union_lg_k`` bounds the entries a union or ``min_count`` result keeps (2^union_lg_k); it
+    should be at least the build's lg_k, and larger only costs memory and CPU per query.
+    """
 
     def __init__(
         self,
         open_table: Callable[[], AbstractContextManager],
-        lg_k: int = 12,
+        union_lg_k: int = UNION_LG_K,
         limits: QueryLimits | None = None,
         min_retained_for_estimate: int = 32,
     ) -> None:
+        if not 4 <= union_lg_k <= 26:
+            raise ValueError(f"union_lg_k: must be between 4 and 26, got {union_lg_k}")
         self.open_table = open_table
-        self.lg_k = lg_k
+        self.union_lg_k = union_lg_k
         self.limits = limits or QueryLimits()
         self.min_retained = min_retained_for_estimate
 
@@ -112,7 +122,7 @@ class AudienceEngine:
         with self.open_table() as table:
             for leaf in leaves(query):
                 reads[leaf.path] = self._read_leaf(table, leaf)
-        result = evaluate(query, {path: r.sketch for path, r in reads.items()}, self.lg_k)
+        result = evaluate(query, {path: r.sketch for path, r in reads.items()}, self.union_lg_k)
         exact = not result.is_estimation_mode() and not any(
             r.sketch.is_estimation_mode() for r in reads.values()
         )
@@ -202,9 +212,9 @@ class AudienceEngine:
 
     def _union(self, leaf: Leaf, blobs: list[bytes], rows: int) -> LeafRead:
         if leaf.min_count:
-            sketch = users_with_min_count(blobs, leaf.min_count, self.lg_k)
+            sketch = users_with_min_count(blobs, leaf.min_count, self.union_lg_k)
         else:
-            sketch = union_theta(blobs, self.lg_k)
+            sketch = union_theta(blobs, self.union_lg_k)
         return LeafRead(sketch=sketch, rows=rows)
 
     @staticmethod

@@ -100,3 +100,9 @@ def test_tables_written_before_marginal_rows_answer_from_the_combination_scan(
     answer = engine.estimate(purchases(attributes={"color": "red"}))
     assert answer.estimate == 20 and answer.exact
     assert counted.calls == ["rows", "scan"]
+
+
+@pytest.mark.parametrize("union_lg_k", [3, 27])
+def test_union_size_outside_the_library_range_is_rejected(union_lg_k):
+    with pytest.raises(ValueError, match="union_lg_k: must be between 4 and 26"):
+        AudienceEngine(contextlib.nullcontext, union_lg_k=union_lg_k)

@@ -94,3 +94,14 @@ def test_operators_with_three_children(operator, expected):
     sketches = {f"$.{operator}[{i}]": union_theta([theta_bytes(s)], 12) for i, s in enumerate(sets)}
     # difference: abc - (cde | bcd) = {a}
     assert evaluate(tree, sketches, 12).get_estimate() == expected
+
+
+def test_a_wider_union_keeps_every_shared_sample_below_the_common_theta():
+    days = [theta_bytes(f"u{i}" for i in range(d * 5000, d * 5000 + 20000)) for d in range(6)]
+    narrow, wide = union_theta(days, 12), union_theta(days, 16)
+    assert narrow.num_retained == 4096
+    assert wide.num_retained > 2 * 4096  # every day's sketch samples the union
+    exact = 45000
+    assert wide.get_lower_bound(2) <= exact <= wide.get_upper_bound(2)
+    narrow_width = narrow.get_upper_bound(2) - narrow.get_lower_bound(2)
+    assert wide.get_upper_bound(2) - wide.get_lower_bound(2) < narrow_width / 1.5
