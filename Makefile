@@ -15,8 +15,12 @@ $(BIN)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-demo: java $(BIN)/.installed
+# The local instance: one run of the code location at a time (see the file).
+$(DAGSTER_HOME)/dagster.yaml: examples/dagster.local.yaml
 	@mkdir -p $(DAGSTER_HOME)
+	cp $< $@
+
+demo: java $(BIN)/.installed $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/python -m profile_assets.demo
 
 lint: $(BIN)/.installed
@@ -26,8 +30,7 @@ lint: $(BIN)/.installed
 test: java lint
 	$(BIN)/pytest
 
-ui: java $(BIN)/.installed
-	@mkdir -p $(DAGSTER_HOME)
+ui: java $(BIN)/.installed $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000
 
 clean:

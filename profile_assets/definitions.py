@@ -6,27 +6,32 @@ from dagster import Definitions, in_process_executor
 
 from profile_assets.audience_assets import attribute_stats, audience_sketches, trimmed_attributes
 from profile_assets.audience_checks import audience_estimation_error
+from profile_assets.automation import with_daily_automation
 from profile_assets.identity_assets import identity_components, identity_edges
 from profile_assets.profile_assets import compacted_profiles
 from profile_assets.profile_checks import profile_checks
 from profile_assets.raw_events import raw_events
 from profile_assets.raw_events_checks import raw_events_checks
 from resources import resources_from_env
+from sensors.automation import automation_sensor
 from sensors.landing import daily_pipeline, daily_schedule, landing_sensor
 
 defs = Definitions(
-    assets=[
-        raw_events,
-        attribute_stats,
-        trimmed_attributes,
-        audience_sketches,
-        identity_edges,
-        identity_components,
-        compacted_profiles,
-    ],
+    assets=with_daily_automation(
+        [
+            raw_events,
+            attribute_stats,
+            trimmed_attributes,
+            audience_sketches,
+            identity_edges,
+            identity_components,
+            compacted_profiles,
+        ],
+        day_root=raw_events.key,
+    ),
     asset_checks=[*raw_events_checks, audience_estimation_error, *profile_checks],
     jobs=[daily_pipeline],
-    sensors=[landing_sensor],
+    sensors=[landing_sensor, automation_sensor],
     schedules=[daily_schedule],
     resources=resources_from_env(),
     # One Spark session per run: steps share it instead of each starting a JVM.

@@ -97,11 +97,16 @@ class LocalLakeStorage:
             path.unlink()
 
 
+# Empty objects Hadoop file systems write to stand for directories: S3A's ``dir/`` and EMRFS's
+# ``dir_$folder$``. They are not files of the lake.
+_DIRECTORY_MARKER_SUFFIXES = ("/", "_$folder$")
+
+
 class S3LakeStorage:
     """The lake under an S3 prefix (``s3://bucket/prefix``), reached through a boto3 client.
 
     Spark sees the same prefix as ``s3a://`` (Hadoop's S3A connector); on EMR, where ``s3://`` is
-    EMRFS, set ``spark_scheme="s3"``.
+    EMRFS, set ``spark_scheme="s3"``. Directory markers that either leaves behind are not listed.
     """
 
     def __init__(self, root: str, client, spark_scheme: str = "s3a") -> None:
@@ -129,7 +134,7 @@ class S3LakeStorage:
         for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
             for obj in page.get("Contents", []):
                 key = obj["Key"]
-                if key.endswith("/"):
+                if key.endswith(_DIRECTORY_MARKER_SUFFIXES):
                     continue
                 rel = key[len(self.prefix) :].lstrip("/") if self.prefix else key
                 files.append(
@@ -142,12 +147,20 @@ class S3LakeStorage:
         return sorted(files, key=lambda f: f.path)
 
     def exists(self, relative: str) -> bool:
+        """A file at the path, or anything under it as a directory.
+
+        Asked as two prefixes: one listing of ``key`` alone would see only its first key, and a
+        sibling such as ``key-old/x`` sorts before ``key/x`` (``-`` and ``.`` come before ``/``).
+        """
         key = self._key(relative)
-        response = self.client.list_objects_v2(Bucket=self.bucket, Prefix=key, MaxKeys=1)
-        return any(
-            obj["Key"] == key or obj["Key"].startswith(key + "/")
-            for obj in response.get("Contents", [])
+        under = self.client.list_objects_v2(
+            Bucket=self.bucket, Prefix=key + "/" if key else "", MaxKeys=1
         )
+        if under.get("KeyCount", 0):
+            return True
+        # The key itself sorts first among the keys it prefixes.
+        exact = self.client.list_objects_v2(Bucket=self.bucket, Prefix=key, MaxKeys=1)
+        return any(obj["Key"] == key for obj in exact.get("Contents", []))
 
     def read_bytes(self, relative: str) -> bytes:
         return self.client.get_object(Bucket=self.bucket, Key=self._key(relative))["Body"].read()
@@ -155,12 +168,18 @@ class S3LakeStorage:
     def write_bytes(self, relative: str, data: bytes) -> None:
         self.client.put_object(Bucket=self.bucket, Key=self._key(relative), Body=data)
 
+    def _keys_under(self, key: str) -> list[str]:
+        """Every object under ``key/``, directory markers included."""
+        paginator = self.client.get_paginator("list_objects_v2")
+        pages = paginator.paginate(Bucket=self.bucket, Prefix=key + "/" if key else "")
+        return [obj["Key"] for page in pages for obj in page.get("Contents", [])]
+
     def delete_tree(self, relative: str) -> None:
-        keys = [self._key(f.path) for f in self.list_files(relative)]
+        """The file or directory at the path, with the markers Hadoop left for it."""
         single = self._key(relative)
+        keys = [*self._keys_under(single), single, single + "_$folder$"]
         for start in range(0, len(keys), 1000):
             chunk = keys[start : start + 1000]
             self.client.delete_objects(
                 Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in chunk]}
             )
-        self.client.delete_object(Bucket=self.bucket, Key=single)

@@ -1,4 +1,4 @@
-"""Fixtures shared by the whole suite: one local Spark session, and served HTTP processes."""
+"""Fixtures shared by the whole suite: one Spark session, a local S3 server, served processes."""
 
 from __future__ import annotations
 
@@ -29,6 +29,18 @@ def spark():
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """A local S3-compatible server (moto) on a free port, for the S3 lake tests."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
+    server.start()
+    host, port = server.get_host_and_port()
+    yield f"http://{host}:{port}"
+    server.stop()
 
 
 @pytest.fixture

@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import boto3
 import pytest
-from moto.server import ThreadedMotoServer
 
 from profile_store.lake_storage import LocalLakeStorage, S3LakeStorage
 from resources.lake import LakeResource
-
-
-@pytest.fixture(scope="module")
-def s3_endpoint():
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
 
 
 @pytest.fixture
@@ -66,6 +56,36 @@ def test_exists_sees_files_and_directories(storage):
     assert storage.exists("landing/date=2026-11-01/_SUCCESS")
     assert storage.exists("landing/date=2026-11-01")
     assert not storage.exists("landing/date=2026-11-02")
+
+
+def test_exists_is_not_fooled_by_a_sibling_that_sorts_first(storage):
+    # "-" sorts before "/": a one-key listing of the prefix "events" sees only events-old/.
+    storage.write_bytes("events-old/date=2026-11-01/a", b"x")
+    storage.write_bytes("events/date=2026-11-01/a", b"x")
+    assert storage.exists("events")
+    assert storage.exists("events/date=2026-11-01/a")
+    assert not storage.exists("event")
+
+
+def test_hadoop_directory_markers_are_not_lake_files(s3_client):
+    storage = S3LakeStorage("s3://lake-bucket/lake", s3_client)
+    for key in ("identity_edges/date=2026-11-01/", "identity_edges/date=2026-11-01_$folder$"):
+        s3_client.put_object(Bucket="lake-bucket", Key=f"lake/{key}", Body=b"")
+    storage.write_bytes("identity_edges/date=2026-11-01/part-0.parquet", b"x")
+    assert [f.path for f in storage.list_files("identity_edges")] == [
+        "identity_edges/date=2026-11-01/part-0.parquet"
+    ]
+    assert storage.exists("identity_edges/date=2026-11-01")
+
+
+def test_deleting_a_tree_on_s3_also_deletes_its_directory_markers(s3_client):
+    storage = S3LakeStorage("s3://lake-bucket/lake", s3_client)
+    for key in ("events/date=2026-11-01/", "events/date=2026-11-01_$folder$"):
+        s3_client.put_object(Bucket="lake-bucket", Key=f"lake/{key}", Body=b"")
+    storage.write_bytes("events/date=2026-11-01/part-0.parquet", b"x")
+    storage.delete_tree("events/date=2026-11-01")
+    assert not storage.exists("events/date=2026-11-01")
+    assert "Contents" not in s3_client.list_objects_v2(Bucket="lake-bucket")
 
 
 def test_delete_tree_removes_only_that_tree(storage):

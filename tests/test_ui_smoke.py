@@ -2,8 +2,9 @@
 
 Starts ``dagster-webserver`` from the repository root on a free port (temporary DAGSTER_HOME,
 lake and HBase directories), then checks that every asset, asset check, sensor and schedule of
-the code location is listed, and that the landing sensor evaluates (a dry run) to a run request
-for a day whose files are complete.
+the code location is listed (the landing and automation sensors on), that the instance configs'
+one-run-at-a-time limit names this location, and that the landing sensor evaluates (a dry run)
+to a run request for a day whose files are complete.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import yaml
 
 from profile_assets.definitions import defs
 
@@ -163,12 +165,20 @@ def test_the_ui_lists_every_asset_and_asset_check(location):
     assert checks == expected_checks
 
 
-def test_the_landing_sensor_is_on_and_the_schedule_listed(location):
+def test_the_landing_and_automation_sensors_are_on_and_the_schedule_listed(location):
     _, repository = location
     sensors = {s["name"]: s["sensorState"]["status"] for s in repository["sensors"]}
     schedules = {s["name"]: s["scheduleState"]["status"] for s in repository["schedules"]}
-    assert sensors == {"landing_sensor": "RUNNING"}
+    assert sensors == {"landing_sensor": "RUNNING", "automation_sensor": "RUNNING"}
     assert set(schedules) == {"daily_pipeline_schedule"}
+
+
+def test_the_run_limit_of_the_instance_configs_names_this_location(location):
+    location_name, _ = location
+    for name in ("dagster.local.yaml", "dagster.yaml"):
+        config = yaml.safe_load((REPO / "examples" / name).read_text())
+        (limit,) = config["concurrency"]["runs"]["tag_concurrency_limits"]
+        assert (limit["key"], limit["value"]) == ("dagster/code_location", location_name), name
 
 
 def test_a_sensor_dry_run_requests_the_day_whose_files_are_complete(webserver, location):

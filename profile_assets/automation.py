@@ -1,0 +1,90 @@
+"""Declarative automation: a day's downstream assets recompute when an input of that day changes.
+
+When ``raw_events[D]`` is materialized on its own (from the UI, or a backfill of raw_events
+alone), every daily asset downstream of it recomputes for day D without a click. The condition of
+each asset is derived from how it depends on its inputs:
+
+- an input of the same day (``raw_events`` -> ``attribute_stats``) triggers the recompute and
+  must exist (or be requested in the same tick);
+- an input read over a trailing window (``trimmed_attributes`` over 7 days of
+  ``attribute_stats``) triggers every day whose window holds the updated day; missing days of
+  the window never block it;
+- the asset's own previous day (the identity graph and the profiles fold each day into the day
+  before) neither triggers nor blocks: it only orders backfills. A re-run of an old day does not
+  cascade through every later day (the landing sensor also re-runs only the late day); run a
+  backfill over the later days when they should see it;
+- nothing is computed for a day whose ``raw_events`` partition does not exist (a trailing window
+  never reaches into days that have not landed).
+
+As in ``AutomationCondition.eager()``: a partition is requested once per change of its inputs
+(since it was last requested or materialized), a run that materialized an input and then the
+asset (a ``daily_pipeline`` run from the landing sensor or the schedule) leaves nothing to do,
+and nothing starts while an input or the partition itself is in a run or backfill. Unlike
+``eager()``, any day may trigger, not only the latest one, and missing partitions are left to
+the landing sensor: turning automation on over a lake requests nothing until something changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from dagster import (
+    AssetDep,
+    AssetKey,
+    AssetsDefinition,
+    AssetSelection,
+    AssetSpec,
+    AutomationCondition,
+    TimeWindowPartitionMapping,
+    map_asset_specs,
+)
+
+
+def _is_trailing_window(dep: AssetDep) -> bool:
+    mapping = dep.partition_mapping
+    return isinstance(mapping, TimeWindowPartitionMapping) and mapping.start_offset < 0
+
+
+def recompute_with_inputs(spec: AssetSpec, day_root: AssetKey) -> AutomationCondition | None:
+    """The condition of one daily asset, from its dependencies (None for ``day_root`` itself).
+
+    ``day_root`` is the asset whose partition says that a day has landed.
+    """
+    if spec.key == day_root or not spec.deps:
+        return None
+    own_day_before = AssetSelection.assets(spec.key)
+    trailing = [dep.asset_key for dep in spec.deps if _is_trailing_window(dep)]
+    same_day = [
+        dep.asset_key
+        for dep in spec.deps
+        if dep.asset_key != spec.key and dep.asset_key not in trailing
+    ]
+
+    updated = AutomationCondition.any_deps_updated()
+    if any(dep.asset_key == spec.key for dep in spec.deps):
+        updated = updated.ignore(own_day_before)
+    day_landed = AutomationCondition.asset_matches(
+        day_root, ~AutomationCondition.missing()
+    ).with_label(f"{day_root.to_user_string()}_of_the_day_present")
+    condition = updated.since_last_handled() & day_landed
+    if same_day:
+        inputs = AssetSelection.assets(*same_day)
+        condition = condition & ~AutomationCondition.any_deps_missing().allow(inputs)
+    condition = (
+        condition & ~AutomationCondition.any_deps_in_progress() & ~AutomationCondition.in_progress()
+    )
+    return condition.with_label("recompute_with_inputs")
+
+
+def with_daily_automation(
+    assets: Iterable[AssetsDefinition], day_root: AssetKey
+) -> Sequence[AssetsDefinition]:
+    """The same assets, each one downstream of ``day_root`` carrying its condition."""
+
+    def with_condition(spec: AssetSpec) -> AssetSpec:
+        condition = recompute_with_inputs(spec, day_root)
+        if condition is None:
+            return spec
+        return spec.replace_attributes(automation_condition=condition)
+
+    return map_asset_specs(with_condition, list(assets))

@@ -1,0 +1,22 @@
+"""The sensor that evaluates the assets' automation conditions, on by default.
+
+Dagster would create ``default_automation_condition_sensor`` by itself, but stopped; declaring it
+lets it start RUNNING, as the landing sensor does. The conditions are built-in ones, so the
+daemon evaluates them from the code location's snapshot (no user code server call per tick).
+A tick that requests more than one day of an asset emits one backfill, which runs the days of
+the self-dependent assets in order.
+"""
+
+from dagster import AssetSelection, AutomationConditionSensorDefinition, DefaultSensorStatus
+
+automation_sensor = AutomationConditionSensorDefinition(
+    "automation_sensor",
+    target=AssetSelection.all(),
+    default_status=DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+    emit_backfills=True,
+    description=(
+        "Recomputes a day's downstream assets when one of that day's inputs changed outside a "
+        "run that already covered them (e.g. raw_events re-materialized alone from the UI)."
+    ),
+)

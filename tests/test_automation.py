@@ -1,0 +1,172 @@
+"""Declarative automation over the real code location: what the automation sensor requests.
+
+The conditions are evaluated with ``dagster.evaluate_automation_conditions`` (what the sensor
+does on each tick, cursor carried from tick to tick) against a temporary instance whose runs
+materialized a small generated lake with the embedded defaults.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from dagster import (
+    AssetKey,
+    DagsterInstance,
+    DefaultSensorStatus,
+    Definitions,
+    evaluate_automation_conditions,
+    in_process_executor,
+    materialize,
+)
+
+from profile_assets.definitions import defs
+from profile_store.generator.lake import generate_lake
+from resources import resources_from_env
+from sensors.automation import automation_sensor
+from sensors.landing import daily_pipeline
+
+D1, D2 = "2026-11-01", "2026-11-02"
+DOWNSTREAM = {
+    "attribute_stats",
+    "trimmed_attributes",
+    "audience_sketches",
+    "identity_edges",
+    "identity_components",
+    "compacted_profiles",
+}
+GRAPH = defs.get_repository_def().asset_graph
+
+
+def requested(result) -> dict[str, list[str]]:
+    """Asset -> requested day partitions of one evaluation."""
+    out = {}
+    for key in GRAPH.get_all_asset_keys():
+        partitions = result.get_requested_partitions(key)
+        if partitions:
+            out[key.to_user_string()] = sorted(partitions)
+    return out
+
+
+def lake_resources(tmp_path_factory, name: str) -> dict:
+    root = tmp_path_factory.mktemp(name)
+    generate_lake(root, 2, 2_000, seed=5, start_date=date.fromisoformat(D1))
+    return resources_from_env(
+        {
+            "PROFILES_LAKE_ROOT": str(root),
+            "PROFILES_HBASE_DATA_DIR": str(tmp_path_factory.mktemp(f"{name}_hbase")),
+            "SPARK_SHUFFLE_PARTITIONS": "2",
+        }
+    )
+
+
+def raw_events_alone(day: str, resources: dict, instance: DagsterInstance) -> None:
+    """raw_events of one day materialized on its own, as from the UI."""
+    materialize(
+        list(defs.assets),
+        selection=["raw_events"],
+        partition_key=day,
+        resources=resources,
+        instance=instance,
+    )
+
+
+@pytest.fixture(scope="module")
+def ticks(spark, tmp_path_factory) -> dict[str, dict[str, list[str]]]:
+    """One story, a tick after each step: the requests the sensor would make."""
+    resources = lake_resources(tmp_path_factory, "automation_lake")
+    instance = DagsterInstance.ephemeral()
+    location = Definitions(
+        assets=list(defs.assets),
+        asset_checks=list(defs.asset_checks),
+        jobs=[daily_pipeline],
+        resources=resources,
+        executor=in_process_executor,
+    )
+    story = {}
+    tick = evaluate_automation_conditions(defs=defs, instance=instance)
+    story["automation turned on"] = requested(tick)
+
+    def next_tick(step: str) -> dict[str, list[str]]:
+        nonlocal tick
+        tick = evaluate_automation_conditions(defs=defs, instance=instance, cursor=tick.cursor)
+        story[step] = requested(tick)
+        return story[step]
+
+    try:
+        landing_run = location.resolve_job_def("daily_pipeline").execute_in_process(
+            partition_key=D1, instance=instance
+        )
+        assert landing_run.success
+        next_tick("daily_pipeline ran D1")
+
+        raw_events_alone(D2, resources, instance)
+        requests = next_tick("raw_events D2 alone")
+
+        automation_run = materialize(
+            [*defs.assets, *defs.asset_checks],
+            selection=list(requests),
+            partition_key=D2,
+            resources=resources,
+            instance=instance,
+        )
+        assert automation_run.success
+        next_tick("requested run done")
+
+        raw_events_alone(D1, resources, instance)
+        next_tick("raw_events D1 re-run alone")
+    finally:
+        resources["hbase"].close()
+    return story
+
+
+def test_turning_automation_on_requests_nothing(ticks):
+    assert ticks["automation turned on"] == {}
+
+
+def test_a_daily_pipeline_run_is_not_repeated_by_automation(ticks):
+    assert ticks["daily_pipeline ran D1"] == {}
+
+
+def test_raw_events_of_a_day_alone_request_every_downstream_asset_of_that_day_only(ticks):
+    assert ticks["raw_events D2 alone"] == {asset: [D2] for asset in DOWNSTREAM}
+
+
+def test_once_the_requested_run_is_done_nothing_more_is_requested(ticks):
+    assert ticks["requested run done"] == {}
+
+
+def test_an_old_day_rerun_alone_also_refreshes_the_trim_windows_holding_it(ticks):
+    """Not the identity chain of later days: those are re-run by a backfill when wanted."""
+    assert ticks["raw_events D1 re-run alone"] == {
+        **{asset: [D1] for asset in DOWNSTREAM},
+        "trimmed_attributes": [D1, D2],
+        "audience_sketches": [D1, D2],
+    }
+
+
+def test_missing_earlier_days_do_not_hold_a_day_back(spark, tmp_path_factory):
+    """D1 never materialized: D2's previous day and trim window are missing, D2 still runs."""
+    resources = lake_resources(tmp_path_factory, "gap_lake")
+    instance = DagsterInstance.ephemeral()
+    first = evaluate_automation_conditions(defs=defs, instance=instance)
+    raw_events_alone(D2, resources, instance)
+    tick = evaluate_automation_conditions(defs=defs, instance=instance, cursor=first.cursor)
+    assert requested(tick) == {asset: [D2] for asset in DOWNSTREAM}
+
+
+def test_the_automation_sensor_is_on_by_default_over_every_automated_asset():
+    assert automation_sensor.default_status == DefaultSensorStatus.RUNNING
+    automated = {
+        key.to_user_string()
+        for key in automation_sensor.asset_selection.resolve(GRAPH)
+        if GRAPH.get(key).automation_condition is not None
+    }
+    assert automated == DOWNSTREAM
+    assert GRAPH.get(AssetKey("raw_events")).automation_condition is None  # landing sensor
+
+
+def test_the_conditions_serialize_so_the_daemon_evaluates_them_without_user_code():
+    for key in GRAPH.get_all_asset_keys():
+        condition = GRAPH.get(key).automation_condition
+        assert condition is None or condition.is_serializable, key
