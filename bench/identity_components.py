@@ -1,4 +1,4 @@
-"""Identity components: Spark large-star/small-star against scipy, and incremental vs full.
+"""Identity components: Spark (local scipy contraction) against scipy, and incremental vs full.
 
 (a) ``--part scipy``: a generated identity graph (numpy, fixed seed: millions of components of
     2-5 profiles, a few large ones, one long chain) written as Parquet; Spark's
@@ -15,8 +15,10 @@ Run: ``.venv/bin/python bench/identity_components.py`` (both parts; ``--edges`` 
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import platform
+import sys
 import tempfile
 import time
 from datetime import UTC, date, datetime, timedelta
@@ -82,6 +84,8 @@ def spark_session():
     from resources.spark import spark_config_from_env
 
     os.environ.setdefault("SPARK_DRIVER_MEMORY", "12g")
+    # Local Python workers (the components run numpy/scipy in mapInArrow) need this venv.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     for key, value in spark_config_from_env().items():
         builder = builder.config(key, value)
@@ -262,6 +266,8 @@ def main() -> None:
     parser.add_argument("--edges", type=int, default=10_000_000, help="(a) graph edges")
     parser.add_argument("--day-edges", type=int, default=100_000, help="(b) edges per day")
     args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
+    logging.getLogger("profile_store.identity.components").setLevel(logging.INFO)
     spark = spark_session()
     conf = spark.sparkContext.getConf()
     print(

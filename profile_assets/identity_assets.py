@@ -117,7 +117,7 @@ class IdentityComponentsConfig(Config):
         description="Recompute from every surviving edge up to the day instead of applying "
         "the day's edges to the previous day's assignment.",
     )
-    max_iterations: int = Field(default=64, description="Large-star/small-star round limit.")
+    max_iterations: int = Field(default=64, description="Connected-components round limit.")
 
 
 @asset(

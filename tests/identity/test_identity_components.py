@@ -1,4 +1,4 @@
-"""Connected components (large-star/small-star), masters, and incremental day updates."""
+"""Connected components (local scipy contraction in Spark), masters, and incremental updates."""
 
 from __future__ import annotations
 
@@ -6,9 +6,11 @@ from datetime import date, datetime, timedelta
 
 import numpy as np
 import pytest
+from pyspark.sql import functions as F
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components as scipy_components
 
+from profile_store.identity import contraction
 from profile_store.identity.components import connected_components, profile_components
 from profile_store.identity.pipeline import EDGES_SCHEMA, update_components
 from profile_store.lake_layout import (
@@ -48,6 +50,144 @@ def test_a_long_chain_in_shuffled_order_is_one_component(spark):
     run = connected_components(spark.createDataFrame(chain, "src long, dst long"))
     labels = run.labels.collect()
     assert len(labels) == 400 and {r.component for r in labels} == {0}
+
+
+def scipy_answer(src: np.ndarray, dst: np.ndarray) -> tuple[dict[int, int], int]:
+    """{node: smallest node of its component} for the ends of non-loop edges, and the number
+    of distinct undirected non-loop edges, from scipy on the same edges."""
+    keep = src != dst
+    src, dst = src[keep], dst[keep]
+    nodes, inverse = np.unique(np.concatenate([src, dst]), return_inverse=True)
+    n = len(nodes)
+    matrix = coo_matrix((np.ones(len(src)), (inverse[: len(src)], inverse[len(src) :])), (n, n))
+    count, labels = scipy_components(matrix, directed=False)
+    smallest = np.full(count, np.iinfo(np.int64).max)
+    np.minimum.at(smallest, labels, nodes)
+    distinct = len(
+        {(max(a, b), min(a, b)) for a, b in zip(src.tolist(), dst.tolist(), strict=True)}
+    )
+    return dict(zip(nodes.tolist(), smallest[labels].tolist(), strict=True)), distinct
+
+
+def stress_graph(seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    """Shapes that stress a contraction, as separate components over shuffled ids: a chain of
+    3,000, a star of 2,000 leaves (centre in the middle of the ids), a random tree of 1,500,
+    800 small components of 2-5 nodes with repeated and reversed edges, and self-loops (one
+    node has nothing else)."""
+    rng = np.random.default_rng(seed)
+    shapes: list[tuple[np.ndarray, np.ndarray]] = []
+    start = 0
+
+    def take(n: int) -> np.ndarray:
+        nonlocal start
+        start += n
+        return np.arange(start - n, start)
+
+    chain = take(3000)
+    shapes.append((chain[:-1], chain[1:]))
+    star = take(2001)
+    shapes.append((np.full(2000, star[1000]), np.delete(star, 1000)))
+    tree = take(1500)
+    shapes.append((tree[1:], tree[(rng.random(1499) * np.arange(1, 1500)).astype(int)]))
+    for size in rng.choice([2, 3, 4, 5], size=800):
+        small = take(size)
+        a = small[1:]
+        b = small[(rng.random(size - 1) * np.arange(1, size)).astype(int)]
+        shapes.append((np.concatenate([a, b[:1]]), np.concatenate([b, a[:1]])))  # + reversed
+    loops = take(3)
+    shapes.append((np.array([loops[0], loops[1], loops[1]]), np.array([loops[0], loops[1], 0])))
+    src = np.concatenate([s for s, _ in shapes])
+    dst = np.concatenate([d for _, d in shapes])
+    ids = rng.permutation(start)
+    order = rng.permutation(len(src))
+    return ids[src[order]], ids[dst[order]]
+
+
+def run_components(spark, src, dst, **options):
+    frame = spark.createDataFrame(
+        list(zip(src.tolist(), dst.tolist(), strict=True)), "src long, dst long"
+    )
+    run = connected_components(frame, **options)
+    return {r.node: r.component for r in run.labels.collect()}, run
+
+
+@pytest.mark.parametrize(
+    "options, spread",
+    [
+        ({}, 1),
+        # Narrow rounds and a tiny local limit: several distributed rounds before the last step.
+        ({"partitions": 3, "local_edges": 200}, 1),
+        # Ids far apart and negative: the sorted (not directly indexed) code paths.
+        ({"partitions": 4, "local_edges": 200}, -(10**12) - 7),
+        # No local step at all: rounds until no edge is left; one partition.
+        ({"partitions": 1, "local_edges": 0}, 1),
+        ({"partitions": 5, "local_edges": 0}, 1),
+    ],
+)
+def test_components_equal_scipys_on_chain_star_tree_small_and_self_loops(spark, options, spread):
+    src, dst = stress_graph()
+    src, dst = src * spread, dst * spread
+    got, run = run_components(spark, src, dst, **options)
+    expected, distinct = scipy_answer(src, dst)
+    assert got == expected
+    assert run.edges == distinct
+    if options.get("local_edges") == 200:
+        assert run.iterations >= 3  # at least two distributed rounds and the local step
+
+
+def test_an_empty_graph_and_self_loops_only_label_nothing(spark):
+    got, run = run_components(spark, np.array([1, 2]), np.array([1, 2]))
+    assert got == {} and run.edges == 0
+
+
+def test_edges_with_a_null_end_are_ignored(spark):
+    frame = spark.createDataFrame([(1, None), (None, 2), (3, 4)], "src long, dst long")
+    labels = connected_components(frame).labels.collect()
+    assert {(r.node, r.component) for r in labels} == {(3, 3), (4, 3)}
+
+
+def test_rounds_are_bounded(spark):
+    src, dst = stress_graph()
+    with pytest.raises(RuntimeError, match="no convergence"):
+        run_components(spark, src, dst, partitions=4, local_edges=0, max_iterations=1)
+
+
+@pytest.mark.parametrize("partitions", [1, 2, 3, 8, 13])
+def test_each_bucket_key_lands_in_its_own_spark_partition(spark, partitions):
+    keys = contraction.partition_keys(partitions)
+    frame = spark.createDataFrame([(key,) for key in keys], "bucket int")
+    placed = frame.repartition(partitions, "bucket").select(
+        "bucket", F.spark_partition_id().alias("partition")
+    )
+    assert {r.bucket: r.partition for r in placed.collect()} == {
+        key: t for t, key in enumerate(keys)
+    }
+    assert contraction.spark_int_hash(0) == 933211791  # Spark's hash(0), hash(1)
+    assert contraction.spark_int_hash(1) == -559580957
+
+
+def test_dense_and_sorted_kernels_agree():
+    rng = np.random.default_rng(1)
+    x, y = rng.integers(0, 5000, 4000), rng.integers(0, 5000, 4000)
+    x, y = np.maximum(x, y)[x != y], np.minimum(x, y)[x != y]
+    far = 10**15  # the same graph with ids too sparse to index directly
+    nodes, roots, distinct = contraction.local_components(x, y)
+    far_nodes, far_roots, far_distinct = contraction.local_components(x * far, y * far)
+    assert np.array_equal(nodes * far, far_nodes) and np.array_equal(roots * far, far_roots)
+    assert distinct == far_distinct == len(set(zip(x.tolist(), y.tolist(), strict=True)))
+    node, root = rng.integers(0, 3000, 6000), rng.integers(0, 3000, 6000)
+    dense = contraction.smallest_root(node, root)
+    sparse = contraction.smallest_root(node * far, root)
+    assert np.array_equal(dense[0] * far, sparse[0])
+    assert np.array_equal(dense[1], sparse[1]) and np.array_equal(dense[2], sparse[2])
+    parent = rng.integers(0, 3000, 5000)
+    known = np.unique(rng.integers(0, 3000, 1000))
+    component = known // 7
+    expected = np.where(np.isin(parent, known), parent // 7, parent)
+    assert np.array_equal(contraction.resolve(parent, known, component), expected)
+    assert np.array_equal(
+        contraction.resolve(parent * far, known * far, component * far), expected * far
+    )
 
 
 def test_the_master_is_the_oldest_profile_with_ties_broken_by_id(spark):
