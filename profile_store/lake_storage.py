@@ -8,6 +8,7 @@ serves a laptop and a bucket. ``spark_uri`` is the bridge between the two views.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -126,24 +127,26 @@ class S3LakeStorage:
     def spark_uri(self, relative: str = "") -> str:
         return f"{self.spark_scheme}://{self.bucket}/{self._key(relative)}".rstrip("/")
 
-    def list_files(self, relative: str) -> list[LakeFile]:
-        prefix = self._key(relative)
-        prefix = prefix + "/" if prefix else ""
-        files = []
+    def _objects_under(self, key: str) -> Iterator[dict]:
+        """Every object under ``key/`` (the whole bucket at the root), markers included."""
         paginator = self.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
-            for obj in page.get("Contents", []):
-                key = obj["Key"]
-                if key.endswith(_DIRECTORY_MARKER_SUFFIXES):
-                    continue
-                rel = key[len(self.prefix) :].lstrip("/") if self.prefix else key
-                files.append(
-                    LakeFile(
-                        path=rel,
-                        size=int(obj["Size"]),
-                        modified_ms=int(obj["LastModified"].timestamp() * 1000),
-                    )
+        for page in paginator.paginate(Bucket=self.bucket, Prefix=key + "/" if key else ""):
+            yield from page.get("Contents", [])
+
+    def list_files(self, relative: str) -> list[LakeFile]:
+        files = []
+        for obj in self._objects_under(self._key(relative)):
+            key = obj["Key"]
+            if key.endswith(_DIRECTORY_MARKER_SUFFIXES):
+                continue
+            rel = key[len(self.prefix) :].lstrip("/") if self.prefix else key
+            files.append(
+                LakeFile(
+                    path=rel,
+                    size=int(obj["Size"]),
+                    modified_ms=int(obj["LastModified"].timestamp() * 1000),
                 )
+            )
         return sorted(files, key=lambda f: f.path)
 
     def exists(self, relative: str) -> bool:
@@ -177,7 +180,8 @@ class S3LakeStorage:
     def delete_tree(self, relative: str) -> None:
         """The file or directory at the path, with the markers Hadoop left for it."""
         single = self._key(relative)
-        keys = [*self._keys_under(single), single, single + "_$folder$"]
+        keys = [obj["Key"] for obj in self._objects_under(single)]
+        keys += [single, single + "_$folder$"]
         for start in range(0, len(keys), 1000):
             chunk = keys[start : start + 1000]
             self.client.delete_objects(
