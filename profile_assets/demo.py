@@ -119,6 +119,8 @@ def _print_profiles(lake_root: Path, days: list[date], persons: int = 3) -> None
     import pyarrow.parquet as pq
 
     from profile_store.hbase_client import table_opener
+    from profile_store.identity.pipeline import latest_assignment_dir
+    from profile_store.lake_storage import LocalLakeStorage
     from profile_store.profiles.pipeline import end_of_day_ms
     from profile_store.profiles.reads import ProfileReader
     from profile_store.profiles.table import PROFILE_TABLE
@@ -128,7 +130,8 @@ def _print_profiles(lake_root: Path, days: list[date], persons: int = 3) -> None
     reader = ProfileReader(table_opener(hbase.pool(), PROFILE_TABLE))
     as_of = end_of_day_ms(days[-1])
     components: dict[str, list[str]] = {}
-    for row in pq.read_table(lake_root / "identity_components" / "current").to_pylist():
+    latest = latest_assignment_dir(LocalLakeStorage(lake_root))
+    for row in pq.read_table(lake_root / latest).to_pylist():
         components.setdefault(row["master"], []).append(row["profile"])
     shown = 0
     try:
@@ -256,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
     _print(f"clean events      {totals['clean']:>12,}  -> {lake_root / 'events'}")
     _print(f"quarantined rows  {totals['quarantined']:>12,}  -> {lake_root / 'quarantine'}")
     _print(f"duplicates dropped{totals['duplicates']:>12,}")
-    _print(f"identity graph                  -> {lake_root / 'identity_components' / 'current'}")
+    _print(f"identity graph                  -> {lake_root / 'identity_components'}/date=D")
     _print(f"ground truth                    -> {lake_root / 'ground_truth'}")
     _print()
     _print("Open the Dagster UI on these runs:  make ui   then browse http://127.0.0.1:3000")

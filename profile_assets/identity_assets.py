@@ -128,7 +128,7 @@ class IdentityComponentsConfig(Config):
     description=(
         "Connected components of the identity edges (weight >= threshold) with the oldest "
         "profile as master: identity_components/date=D is the assignment profile -> master "
-        "after day D, identity_components/current the latest one. Incremental: the day's new "
+        "after day D, identity_components/_LATEST names the latest. Incremental: the day's new "
         "edges recompute only the components they touch."
     ),
 )
@@ -167,7 +167,7 @@ def identity_components(
             "profiles_touched": change.profiles_touched,
             "edges_recomputed": change.edges_recomputed,
             "iterations": change.iterations,
-            "current_updated": update.current_updated,
+            "latest_updated": update.latest_updated,
             "snapshot_path": MetadataValue.path(update.snapshot_uri),
         }
     )

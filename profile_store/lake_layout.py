@@ -48,13 +48,13 @@ def quarantine_day(day: date | str) -> str:
 #   identity_profiles/date=D/    per profile seen that day: first/last seen, events
 #   identity_edges/date=D/       bridging edges of the day (sorted pair, rule, weight, seen)
 #   identity_quarantine/date=D/  bridging keys that made no edge: blocklist or super-node
-#   identity_components/date=D/  assignment profile -> master after day D; current/ the latest
+#   identity_components/date=D/  assignment profile -> master after day D; _LATEST names the latest
 IDENTITY_KEYS = "identity_keys"
 IDENTITY_PROFILES = "identity_profiles"
 IDENTITY_EDGES = "identity_edges"
 IDENTITY_QUARANTINE = "identity_quarantine"
 IDENTITY_COMPONENTS = "identity_components"
-IDENTITY_COMPONENTS_CURRENT = "identity_components/current"
+IDENTITY_COMPONENTS_LATEST = "identity_components/_LATEST"
 
 # Compacted profiles (see profile_store/profiles):
 #   segment_feed/date=D/*.jsonl   optional feed: {"profile", "segment", "expires_at"} per line

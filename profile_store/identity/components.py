@@ -37,6 +37,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from profile_store.identity import contraction as C
+from profile_store.identity.one_partition import one_partition_components
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,7 @@ LOCAL_EDGES = 2_000_000  # a round's graph at most this large is finished in one
 class ComponentsRun:
     """Output of one connected-components computation."""
 
-    labels: DataFrame  # node, component (smallest node id of the component)
+    labels: DataFrame | None  # node, component (smallest id); None: finished in one partition
     iterations: int  # distributed rounds, plus one for the final single-partition step
     edges: int  # distinct undirected edges, self-loops excluded
 
@@ -130,22 +131,40 @@ def connected_components(
 
 
 def profile_components(
-    pairs: DataFrame, first_seen: DataFrame, max_iterations: int = 64
+    pairs: DataFrame,
+    first_seen: DataFrame,
+    max_iterations: int = 64,
+    local_edges: int = LOCAL_EDGES,
 ) -> tuple[DataFrame, ComponentsRun]:
     """Components of profile pairs (``profile_a``, ``profile_b``) with their masters.
 
     ``first_seen``: (profile, first_seen) for at least every profile of ``pairs``. Returns
-    (profile, master, first_seen, size) for every profile with an edge, and the run.
+    (profile, master, first_seen, size) for every profile with an edge, and the run. At most
+    ``local_edges`` distinct edges are finished in one partition (``one_partition``);
+    more go through the distributed rounds.
     """
+    edges = (
+        pairs.where(F.col("profile_a") != F.col("profile_b"))
+        .select(
+            F.least("profile_a", "profile_b").alias("profile_a"),
+            F.greatest("profile_a", "profile_b").alias("profile_b"),
+        )
+        .distinct()
+        .localCheckpoint(eager=True)
+    )
+    edge_count = edges.count()
+    if edge_count <= local_edges:
+        assignment = one_partition_components(edges, first_seen)
+        return assignment, ComponentsRun(labels=None, iterations=1, edges=edge_count)
     nodes = (
-        pairs.select(F.col("profile_a").alias("profile"))
-        .unionByName(pairs.select(F.col("profile_b").alias("profile")))
+        edges.select(F.col("profile_a").alias("profile"))
+        .unionByName(edges.select(F.col("profile_b").alias("profile")))
         .distinct()
     )
     # Dense long ids, fixed by the checkpoint so that both edge ends see the same ids.
     ids = nodes.withColumn("node", F.monotonically_increasing_id()).localCheckpoint(eager=True)
     numbered = (
-        pairs.join(
+        edges.join(
             ids.select(F.col("profile").alias("profile_a"), F.col("node").alias("src")), "profile_a"
         )
         .join(

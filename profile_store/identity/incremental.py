@@ -59,6 +59,7 @@ class DayResult:
     assignment: DataFrame
     recomputed: DataFrame
     touched: DataFrame | None  # profiles whose rows were recomputed (None: all of them)
+    before: DataFrame | None  # the touched profiles' previous rows (None: full recompute)
     iterations: int
     edges: int
 
@@ -67,7 +68,7 @@ def full_day(pairs: DataFrame, first_seen: DataFrame, max_iterations: int = 64) 
     """The assignment from every surviving edge (``profile_a``, ``profile_b``) up to the day."""
     recomputed, run = profile_components(pairs, first_seen, max_iterations)
     recomputed = recomputed.localCheckpoint(eager=True)
-    return DayResult(recomputed, recomputed, None, run.iterations, run.edges)
+    return DayResult(recomputed, recomputed, None, None, run.iterations, run.edges)
 
 
 def _ends(pairs: DataFrame) -> DataFrame:
@@ -78,11 +79,13 @@ def _ends(pairs: DataFrame) -> DataFrame:
     )
 
 
-def new_links(previous: DataFrame, day_pairs: DataFrame) -> DataFrame:
-    """The day's pairs that are not already inside one previous component."""
-    masters = previous.select("profile", "master")
-    ends = F.broadcast(_ends(day_pairs))
-    known = masters.join(ends, "profile", "left_semi")
+def new_links(known: DataFrame, day_pairs: DataFrame) -> DataFrame:
+    """The day's pairs that are not already inside one previous component.
+
+    ``known``: (profile, master) of the pairs' ends that are in the previous assignment; at
+    most two rows per day pair, small next to the state, so the pairs never shuffle it.
+    """
+    known = F.broadcast(known)
     return (
         day_pairs.join(known.toDF("profile_a", "master_a"), "profile_a", "left")
         .join(known.toDF("profile_b", "master_b"), "profile_b", "left")
@@ -105,111 +108,129 @@ def apply_day(
     same connectivity as its edges, so the history of edges is not read at all, except for
     the components a revoked key touches (``revoked_ends``: ends of earlier edges whose key
     became a super-node today): those are rebuilt from their surviving edges
-    (``history_pairs``), which may split them. ``first_seen``: (profile, first_seen) of at
-    least every recomputed profile. The recomputed part is checkpointed so that writing and
-    summarising it do not run the components twice.
+    (``history_pairs``), which may split them. ``first_seen``: (profile, first_seen) rows
+    covering at least the profiles new to the state (several rows per profile are fine: the
+    earliest counts); only the newcomers' rows are read, the others come from the state. The
+    state is never shuffled; only the touched part is.
     """
-    links = new_links(previous, day_pairs).localCheckpoint(eager=True)
-    seeds = _ends(links)
-    rebuilt_masters = None
+    ends = _ends(day_pairs)
     if revoked_ends is not None:
-        rebuilt_masters = previous.join(F.broadcast(revoked_ends), "profile", "left_semi").select(
-            "master"
-        )
-        seeds = seeds.unionByName(revoked_ends.select("profile")).distinct()
-    # The day's side is small next to the state: broadcast it, never shuffle the state.
-    touched_masters = (
-        previous.join(F.broadcast(seeds), "profile", "left_semi")
-        .select("master")
-        .distinct()
+        ends = ends.unionByName(revoked_ends.select("profile")).distinct()
+    # The state is scanned three times: here, for the touched components, and to copy the rest.
+    known = (
+        previous.select("profile", "master")
+        .join(F.broadcast(ends), "profile", "left_semi")
         .localCheckpoint(eager=True)
     )
-    stars = previous.join(F.broadcast(touched_masters), "master", "left_semi")
-    touched = stars.select("profile").unionByName(seeds).distinct().localCheckpoint(eager=True)
+    links = new_links(known, day_pairs).localCheckpoint(eager=True)
+    seeds = _ends(links)
+    if revoked_ends is not None:
+        seeds = seeds.unionByName(revoked_ends.select("profile")).distinct()
+    seeds = seeds.localCheckpoint(eager=True)
+    touched_masters = known.join(seeds, "profile", "left_semi").select("master")
+    before = (
+        previous.join(F.broadcast(touched_masters.distinct()), "master", "left_semi")
+        .select(*ASSIGNMENT_COLUMNS)
+        .localCheckpoint(eager=True)
+    )
+    touched = before.select("profile").unionByName(seeds).distinct().localCheckpoint(eager=True)
+    newcomers = seeds.join(before, "profile", "left_anti")
+    recomputed_first_seen = before.select("profile", "first_seen").unionByName(
+        first_seen.join(F.broadcast(newcomers), "profile", "left_semi")
+        .groupBy("profile")
+        .agg(F.min("first_seen").alias("first_seen"))
+    )
+    stars = before
     pairs = links
-    if rebuilt_masters is not None and history_pairs is not None:
-        rebuilt = previous.join(
-            F.broadcast(rebuilt_masters.distinct()), "master", "left_semi"
-        ).select("profile")
+    if revoked_ends is not None and history_pairs is not None:
+        rebuilt_masters = before.join(F.broadcast(revoked_ends), "profile", "left_semi").select(
+            "master"
+        )
+        rebuilt = before.join(F.broadcast(rebuilt_masters.distinct()), "master", "left_semi")
+        rebuilt = rebuilt.select("profile")
         stars = stars.join(rebuilt, "profile", "left_anti")
         # An edge never crosses components: one end among the rebuilt brings the whole edge.
         pairs = pairs.unionByName(
-            history_pairs.join(rebuilt.toDF("profile_a"), "profile_a", "left_semi")
+            history_pairs.join(F.broadcast(rebuilt.toDF("profile_a")), "profile_a", "left_semi")
         )
     pairs = pairs.unionByName(
         stars.where(F.col("profile") != F.col("master")).select(
             F.col("profile").alias("profile_a"), F.col("master").alias("profile_b")
         )
     )
-    recomputed, run = profile_components(pairs, first_seen, max_iterations)
+    recomputed, run = profile_components(pairs, recomputed_first_seen, max_iterations)
     recomputed = recomputed.localCheckpoint(eager=True)
     kept = previous.join(F.broadcast(touched), "profile", "left_anti").select(*ASSIGNMENT_COLUMNS)
     assignment = kept.unionByName(recomputed.select(*ASSIGNMENT_COLUMNS))
-    return DayResult(assignment, recomputed, touched, run.iterations, run.edges)
+    return DayResult(assignment, recomputed, touched, before, run.iterations, run.edges)
 
 
-def day_change(previous: DataFrame | None, result: DayResult) -> DayChange:
+def day_change(result: DayResult) -> DayChange:
     """Merges, splits and new components caused by the day, from the recomputed part."""
-    if previous is None or result.touched is None:
+    if result.before is None or result.touched is None:
         components = result.recomputed.select("master").distinct().count()
         return DayChange(
             result.recomputed.count(), result.edges, result.iterations, 0, 0, components
         )
-    before = previous.join(F.broadcast(result.touched), "profile", "left_semi").select(
-        "profile", F.col("master").alias("old_master")
-    )
+    before = result.before.select("profile", F.col("master").alias("old_master"))
     joined = result.recomputed.select("profile", "master").join(before, "profile", "full")
-    per_new = (
-        joined.where(F.col("master").isNotNull())
-        .groupBy("master")
-        .agg(F.countDistinct("old_master").alias("olds"))
-    )
-    per_old = (
-        joined.where(F.col("old_master").isNotNull())
-        .groupBy("old_master")
-        .agg(
-            F.countDistinct("master").alias("news"),
-            F.sum(F.col("master").isNull().cast("int")).alias("dropped"),
-        )
-    )
-    new_side = per_new.agg(
-        F.coalesce(F.sum(F.greatest(F.col("olds") - 1, F.lit(0))), F.lit(0)).alias("merges"),
-        F.coalesce(F.sum((F.col("olds") == 0).cast("int")), F.lit(0)).alias("fresh"),
+    # Every previous component touched ends up in one or more new ones (or in profiles that
+    # lost their last edge: "dropped"), so the sums over components reduce to distinct counts.
+    linked = F.col("old_master").isNotNull() & F.col("master").isNotNull()
+    counts = joined.agg(
+        F.countDistinct(F.when(linked, F.struct("old_master", "master"))).alias("old_new"),
+        F.countDistinct(F.when(linked, F.col("master"))).alias("new_with_old"),
+        F.countDistinct("master").alias("new"),
+        F.countDistinct("old_master").alias("old"),
+        F.sum(F.col("master").isNull().cast("int")).alias("dropped"),
     ).first()
-    old_side = per_old.agg(
-        F.coalesce(
-            F.sum(F.greatest(F.col("news") + F.col("dropped") - 1, F.lit(0))), F.lit(0)
-        ).alias("splits")
-    ).first()
+    old_new, new_with_old = int(counts["old_new"]), int(counts["new_with_old"])
     return DayChange(
         profiles_touched=result.touched.count(),
         edges_recomputed=result.edges,
         iterations=result.iterations,
-        merges=int(new_side["merges"]),
-        splits=int(old_side["splits"]),
-        new_components=int(new_side["fresh"]),
+        merges=old_new - new_with_old,
+        splits=old_new + int(counts["dropped"] or 0) - int(counts["old"]),
+        new_components=int(counts["new"]) - new_with_old,
     )
 
 
+def _bucket_label(low: int, high: int | None) -> str:
+    return str(low) if low == high else (f"{low}+" if high is None else f"{low}-{high}")
+
+
 def summarize(assignment: DataFrame) -> AssignmentSummary:
-    """Component count, linked profiles, size histogram and the largest component."""
-    sizes = assignment.groupBy("master").agg(F.count(F.lit(1)).alias("size"))
+    """Component count, linked profiles, size histogram and the largest component.
+
+    Every row carries its component's size, so the masters' rows alone describe the
+    components: two scans of the assignment, no shuffle of it.
+    """
+    sizes = assignment.where(F.col("profile") == F.col("master")).select("master", "size")
     bucket = None
     for low, high in SIZE_BUCKETS:
-        label = str(low) if low == high else (f"{low}+" if high is None else f"{low}-{high}")
         condition = F.col("size") >= low if high is None else F.col("size").between(low, high)
-        bucket = (F if bucket is None else bucket).when(condition, F.lit(label))
-    histogram_rows = sizes.groupBy(bucket.alias("bucket")).count().collect()
-    found = {row["bucket"]: int(row["count"]) for row in histogram_rows}
-    order = [
-        str(low) if low == high else (f"{low}+" if high is None else f"{low}-{high}")
-        for low, high in SIZE_BUCKETS
-    ]
-    largest = sizes.orderBy(F.desc("size"), "master").limit(1).collect()
+        bucket = (F if bucket is None else bucket).when(condition, F.lit(_bucket_label(low, high)))
+    rows = (
+        sizes.groupBy(bucket.alias("bucket"))
+        .agg(
+            F.count(F.lit(1)).alias("components"),
+            F.sum("size").alias("profiles"),
+            F.max("size").alias("largest"),
+        )
+        .collect()
+    )
+    found = {row["bucket"]: int(row["components"]) for row in rows}
+    largest_size = max((int(row["largest"]) for row in rows), default=0)
+    largest_master = None
+    if largest_size:
+        largest_master = sizes.where(F.col("size") == largest_size).agg(F.min("master")).first()[0]
     return AssignmentSummary(
         components=sum(found.values()),
-        linked_profiles=int(sizes.agg(F.coalesce(F.sum("size"), F.lit(0))).first()[0]),
-        largest_size=int(largest[0]["size"]) if largest else 0,
-        largest_master=largest[0]["master"] if largest else None,
-        size_histogram={label: found.get(label, 0) for label in order},
+        linked_profiles=sum(int(row["profiles"]) for row in rows),
+        largest_size=largest_size,
+        largest_master=largest_master,
+        size_histogram={
+            _bucket_label(low, high): found.get(_bucket_label(low, high), 0)
+            for low, high in SIZE_BUCKETS
+        },
     )

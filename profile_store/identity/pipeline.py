@@ -2,7 +2,8 @@
 
 Areas (``profile_store.lake_layout``): ``identity_keys``, ``identity_profiles``,
 ``identity_edges``, ``identity_quarantine`` per day; ``identity_components/date=D`` the
-assignment after day D and ``identity_components/current`` a copy of the latest one.
+assignment after day D, and ``identity_components/_LATEST`` the name of the latest one (a
+pointer, not a copy: rewriting millions of rows to a second place would double a day's writes).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from profile_store.identity.keys import day_keys, day_profiles, profiles_first_s
 from profile_store.identity.rules import BridgingRules
 from profile_store.lake_layout import (
     IDENTITY_COMPONENTS,
-    IDENTITY_COMPONENTS_CURRENT,
+    IDENTITY_COMPONENTS_LATEST,
     IDENTITY_EDGES,
     IDENTITY_KEYS,
     IDENTITY_PROFILES,
@@ -179,6 +180,13 @@ def build_day_edges(
     )
 
 
+def latest_assignment_dir(storage: LakeStorage) -> str | None:
+    """The lake directory of the latest day's assignment, None before the first one."""
+    if not storage.exists(IDENTITY_COMPONENTS_LATEST):
+        return None
+    return storage.read_bytes(IDENTITY_COMPONENTS_LATEST).decode().strip()
+
+
 @dataclass(frozen=True)
 class ComponentsUpdate:
     """One day's component update: how it ran, what it changed, and the result."""
@@ -187,7 +195,7 @@ class ComponentsUpdate:
     change: DayChange
     summary: AssignmentSummary
     snapshot_uri: str
-    current_updated: bool
+    latest_updated: bool
 
 
 def surviving_edges(
@@ -214,7 +222,7 @@ def update_components(
     full_recompute: bool = False,
     max_iterations: int = 64,
 ) -> ComponentsUpdate:
-    """Write the assignment after ``day`` (snapshot, and ``current`` when it is the latest).
+    """Write the assignment after ``day`` (snapshot, and ``_LATEST`` when it is the latest day).
 
     Incremental from the snapshot of the day before when it exists; otherwise (or with
     ``full_recompute``) over every surviving edge up to the day.
@@ -231,8 +239,12 @@ def update_components(
         result = full_day(history_pairs, profiles_first_seen(profile_history), max_iterations)
     else:
         previous = spark.read.schema(ASSIGNMENT_SCHEMA).parquet(storage.spark_uri(previous_dir))
+        # Small, and read by several steps: computed once.
         day_pairs = (
-            surviving.where(F.col("date") == F.lit(day)).select("profile_a", "profile_b").distinct()
+            surviving.where(F.col("date") == F.lit(day))
+            .select("profile_a", "profile_b")
+            .distinct()
+            .localCheckpoint(eager=True)
         )
         revoked_keys = (
             read_history(
@@ -261,18 +273,8 @@ def update_components(
                 .unionByName(revoked.select(F.col("profile_b").alias("profile")))
                 .distinct()
             )
-        # A linked profile's first_seen is already in the state; only new ends need the history.
-        day_ends = (
-            day_pairs.select(F.col("profile_a").alias("profile"))
-            .unionByName(day_pairs.select(F.col("profile_b").alias("profile")))
-            .distinct()
-        )
-        newcomers = day_ends.join(previous, "profile", "left_anti")
-        first_seen = previous.select("profile", "first_seen").unionByName(
-            profiles_first_seen(
-                profile_history.join(F.broadcast(newcomers), "profile", "left_semi")
-            )
-        )
+        # A linked profile's first_seen is in the state; apply_day reads the newcomers' only.
+        first_seen = profile_history.select("profile", "first_seen")
         result = apply_day(
             previous, day_pairs, first_seen, revoked_ends, history_pairs, max_iterations
         )
@@ -283,15 +285,15 @@ def update_components(
     written = spark.read.schema(ASSIGNMENT_SCHEMA).parquet(snapshot_uri)
 
     later = day_dir(IDENTITY_COMPONENTS, day + timedelta(days=1))
-    current_updated = not storage.exists(later)
-    if current_updated:
-        written.write.mode("overwrite").parquet(storage.spark_uri(IDENTITY_COMPONENTS_CURRENT))
+    latest_updated = not storage.exists(later)
+    if latest_updated:
+        storage.write_bytes(IDENTITY_COMPONENTS_LATEST, snapshot.encode())
 
-    change = day_change(previous, result)
+    change = day_change(result)
     return ComponentsUpdate(
         mode="incremental" if incremental else "full",
         change=change,
         summary=summarize(written),
         snapshot_uri=snapshot_uri,
-        current_updated=current_updated,
+        latest_updated=latest_updated,
     )

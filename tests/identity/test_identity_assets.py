@@ -12,6 +12,8 @@ from pyspark.sql import functions as F
 from profile_assets.identity_assets import identity_components, identity_edges
 from profile_assets.raw_events import raw_events
 from profile_store.generator.lake import generate_lake
+from profile_store.identity.pipeline import latest_assignment_dir
+from profile_store.lake_storage import LocalLakeStorage
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
@@ -59,7 +61,7 @@ def test_no_edge_is_made_from_a_shared_login_or_a_blocklisted_value(spark, built
 def test_every_component_is_one_person_and_the_metadata_says_what_changed(spark, built):
     root, metadata = built
     truth = spark.read.parquet(str(root / "ground_truth" / "identities.parquet"))
-    current = spark.read.parquet(str(root / "identity_components" / "current"))
+    current = spark.read.parquet(str(root / latest_assignment_dir(LocalLakeStorage(root))))
     persons = (
         current.join(truth.withColumnRenamed("user_id", "profile"), "profile")
         .groupBy("master")

@@ -198,9 +198,7 @@ def test_the_master_is_the_oldest_profile_with_ties_broken_by_id(spark):
     first_seen = spark.createDataFrame(
         [(p, datetime(2026, 11, 1, h)) for p, h in seen], "profile string, first_seen timestamp"
     )
-    assignment, _ = profile_components(pairs, first_seen)
-    got = {r.profile: (r.master, r.size) for r in assignment.collect()}
-    assert got == {
+    expected = {
         "b": ("c", 3),
         "c": ("c", 3),
         "d": ("c", 3),
@@ -208,6 +206,30 @@ def test_the_master_is_the_oldest_profile_with_ties_broken_by_id(spark):
         "y": ("x", 3),
         "z": ("x", 3),
     }
+    for local_edges in (0, 100):  # distributed rounds, then one partition
+        assignment, _ = profile_components(pairs, first_seen, local_edges=local_edges)
+        assert {r.profile: (r.master, r.size) for r in assignment.collect()} == expected
+
+
+def test_one_partition_and_distributed_rounds_give_the_same_assignment(spark):
+    rng = np.random.default_rng(5)
+    ids = [f"id{i:05d}" for i in range(3000)]
+    ends = rng.integers(0, 3000, (2500, 2))
+    pairs = spark.createDataFrame(
+        [(ids[a], ids[b]) for a, b in ends] + [(ids[7], ids[7]), (None, ids[8])],
+        "profile_a string, profile_b string",
+    )
+    hours = rng.integers(0, 5, 3000)  # many ties: the id decides
+    first_seen = spark.createDataFrame(
+        [(ids[i], datetime(2026, 11, 1, int(h)) if i % 50 else None) for i, h in enumerate(hours)]
+        + [(ids[3], datetime(2026, 10, 1))],  # a second, earlier row: the earliest counts
+        "profile string, first_seen timestamp",
+    ).groupBy("profile").agg(F.min("first_seen").alias("first_seen"))
+    local, local_run = profile_components(pairs, first_seen)
+    rounds, rounds_run = profile_components(pairs, first_seen, local_edges=0)
+    assert local_run.edges == rounds_run.edges > 0
+    assert local_run.labels is None and rounds_run.labels is not None
+    assert sorted(local.collect()) == sorted(rounds.collect())
 
 
 class Lake:

@@ -14,6 +14,8 @@ from profile_assets.profile_assets import compacted_profiles
 from profile_assets.profile_checks import profile_checks
 from profile_assets.raw_events import raw_events
 from profile_store.generator.lake import generate_lake
+from profile_store.identity.pipeline import latest_assignment_dir
+from profile_store.lake_storage import LocalLakeStorage
 from profile_store.profiles.consistency import component_agreement, master_references
 from profile_store.profiles.table import (
     PROFILE_TABLE,
@@ -77,7 +79,7 @@ def _table(hbase):
 
 
 def _components(root) -> dict[str, list[str]]:
-    current = pq.read_table(root / "identity_components" / "current").to_pylist()
+    current = pq.read_table(root / latest_assignment_dir(LocalLakeStorage(root))).to_pylist()
     components: dict[str, list[str]] = {}
     for row in current:
         components.setdefault(row["master"], []).append(row["profile"])
@@ -152,7 +154,7 @@ def test_a_component_merges_the_segments_its_profiles_earned_separately(built, s
 def test_an_alternate_id_has_a_lookup_row_to_its_persons_master(built, spark):
     root, hbase, _, _ = built
     keys = spark.read.parquet(str(root / "identity_keys")).where("key_type = 'email_sha256'")
-    assignment = pq.read_table(root / "identity_components" / "current").to_pylist()
+    assignment = pq.read_table(root / latest_assignment_dir(LocalLakeStorage(root))).to_pylist()
     current = {r["profile"]: r["master"] for r in assignment}
     linked = [r for r in keys.collect() if r.profile in current]
     assert linked
