@@ -19,6 +19,7 @@ than the ones already seen) or when a revoked key splits it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
@@ -43,13 +44,52 @@ class DayChange:
 
 @dataclass(frozen=True)
 class AssignmentSummary:
-    """The whole assignment after the day."""
+    """The whole assignment after the day: components counted by exact size, the largest.
 
-    components: int
-    linked_profiles: int
+    Kept beside each day's assignment (``to_json``) so that the next day only adds and
+    removes the components it touched instead of recounting every one.
+    """
+
+    components_by_size: dict[int, int]
     largest_size: int
     largest_master: str | None
-    size_histogram: dict[str, int]
+
+    @property
+    def components(self) -> int:
+        return sum(self.components_by_size.values())
+
+    @property
+    def linked_profiles(self) -> int:
+        return sum(size * count for size, count in self.components_by_size.items())
+
+    @property
+    def size_histogram(self) -> dict[str, int]:
+        histogram = {_bucket_label(low, high): 0 for low, high in SIZE_BUCKETS}
+        for size, count in self.components_by_size.items():
+            for low, high in SIZE_BUCKETS:
+                if size >= low and (high is None or size <= high):
+                    histogram[_bucket_label(low, high)] += count
+                    break
+        return histogram
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {
+                "components_by_size": {str(k): v for k, v in self.components_by_size.items()},
+                "largest_size": self.largest_size,
+                "largest_master": self.largest_master,
+            },
+            sort_keys=True,
+        ).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes) -> AssignmentSummary:
+        raw = json.loads(data)
+        return cls(
+            {int(k): int(v) for k, v in raw["components_by_size"].items()},
+            int(raw["largest_size"]),
+            raw["largest_master"],
+        )
 
 
 @dataclass
@@ -62,6 +102,7 @@ class DayResult:
     before: DataFrame | None  # the touched profiles' previous rows (None: full recompute)
     iterations: int
     edges: int
+    rebuilt: bool = False  # a revoked key's components were rebuilt (they may have split)
 
 
 def full_day(pairs: DataFrame, first_seen: DataFrame, max_iterations: int = 64) -> DayResult:
@@ -142,7 +183,8 @@ def apply_day(
     )
     stars = before
     pairs = links
-    if revoked_ends is not None and history_pairs is not None:
+    rebuilding = revoked_ends is not None and history_pairs is not None
+    if rebuilding:
         rebuilt_masters = before.join(F.broadcast(revoked_ends), "profile", "left_semi").select(
             "master"
         )
@@ -162,7 +204,7 @@ def apply_day(
     recomputed = recomputed.localCheckpoint(eager=True)
     kept = previous.join(F.broadcast(touched), "profile", "left_anti").select(*ASSIGNMENT_COLUMNS)
     assignment = kept.unionByName(recomputed.select(*ASSIGNMENT_COLUMNS))
-    return DayResult(assignment, recomputed, touched, before, run.iterations, run.edges)
+    return DayResult(assignment, recomputed, touched, before, run.iterations, run.edges, rebuilding)
 
 
 def day_change(result: DayResult) -> DayChange:
@@ -199,38 +241,50 @@ def _bucket_label(low: int, high: int | None) -> str:
     return str(low) if low == high else (f"{low}+" if high is None else f"{low}-{high}")
 
 
-def summarize(assignment: DataFrame) -> AssignmentSummary:
-    """Component count, linked profiles, size histogram and the largest component.
+def _masters_by_size(assignment: DataFrame) -> tuple[dict[int, int], int, str | None]:
+    """Components per size and the largest one (ties: the smaller master), from master rows."""
+    masters = assignment.where(F.col("profile") == F.col("master")).select("master", "size")
+    rows = masters.groupBy("size").agg(F.count(F.lit(1)).alias("components")).collect()
+    counts = {int(row["size"]): int(row["components"]) for row in rows}
+    largest = max(counts, default=0)
+    master = None
+    if largest:
+        master = masters.where(F.col("size") == largest).agg(F.min("master")).first()[0]
+    return counts, largest, master
 
-    Every row carries its component's size, so the masters' rows alone describe the
-    components: two scans of the assignment, no shuffle of it.
-    """
-    sizes = assignment.where(F.col("profile") == F.col("master")).select("master", "size")
-    bucket = None
-    for low, high in SIZE_BUCKETS:
-        condition = F.col("size") >= low if high is None else F.col("size").between(low, high)
-        bucket = (F if bucket is None else bucket).when(condition, F.lit(_bucket_label(low, high)))
-    rows = (
-        sizes.groupBy(bucket.alias("bucket"))
-        .agg(
-            F.count(F.lit(1)).alias("components"),
-            F.sum("size").alias("profiles"),
-            F.max("size").alias("largest"),
-        )
-        .collect()
+
+def summarize(assignment: DataFrame) -> AssignmentSummary:
+    """The summary of a whole assignment. Every row carries its component's size, so the
+    masters' rows alone describe the components: two scans, no shuffle of the assignment."""
+    return AssignmentSummary(*_masters_by_size(assignment))
+
+
+def summarize_day(previous: AssignmentSummary, result: DayResult) -> AssignmentSummary | None:
+    """The summary after an incremental day: the previous one minus the touched components
+    plus the recomputed ones. None when the day rebuilt (possibly split) components: the
+    largest one might then be an untouched component nobody counted; summarize in full."""
+    if result.before is None or result.rebuilt:
+        return None
+    removed, _, _ = _masters_by_size(result.before)
+    added, added_size, added_master = _masters_by_size(result.recomputed)
+    counts = dict(previous.components_by_size)
+    for size, count in removed.items():
+        counts[size] = counts.get(size, 0) - count
+    for size, count in added.items():
+        counts[size] = counts.get(size, 0) + count
+    counts = {size: count for size, count in counts.items() if count}
+    if any(count < 0 for count in counts.values()):
+        raise ValueError("identity summary: the previous day's summary does not match its state")
+    largest = (previous.largest_size, previous.largest_master)
+    touched = previous.largest_master is not None and (
+        result.before.where(F.col("master") == previous.largest_master).limit(1).count() > 0
     )
-    found = {row["bucket"]: int(row["components"]) for row in rows}
-    largest_size = max((int(row["largest"]) for row in rows), default=0)
-    largest_master = None
-    if largest_size:
-        largest_master = sizes.where(F.col("size") == largest_size).agg(F.min("master")).first()[0]
-    return AssignmentSummary(
-        components=sum(found.values()),
-        linked_profiles=sum(int(row["profiles"]) for row in rows),
-        largest_size=largest_size,
-        largest_master=largest_master,
-        size_histogram={
-            _bucket_label(low, high): found.get(_bucket_label(low, high), 0)
-            for low, high in SIZE_BUCKETS
-        },
-    )
+    if touched:
+        # It merged (no rebuilds here), so its new component is recomputed and larger than
+        # any untouched one.
+        largest = (added_size, added_master)
+    elif added_size and (
+        added_size > largest[0] or (added_size == largest[0] and added_master < largest[1])
+    ):
+        largest = (added_size, added_master)
+    return AssignmentSummary(counts, largest[0], largest[1])

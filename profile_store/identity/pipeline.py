@@ -32,6 +32,7 @@ from profile_store.identity.incremental import (
     day_change,
     full_day,
     summarize,
+    summarize_day,
 )
 from profile_store.identity.keys import day_keys, day_profiles, profiles_first_seen
 from profile_store.identity.rules import BridgingRules
@@ -180,6 +181,9 @@ def build_day_edges(
     )
 
 
+SUMMARY_FILE = "_summary.json"  # beside each assignment (Spark and Arrow skip "_" files)
+
+
 def latest_assignment_dir(storage: LakeStorage) -> str | None:
     """The lake directory of the latest day's assignment, None before the first one."""
     if not storage.exists(IDENTITY_COMPONENTS_LATEST):
@@ -289,11 +293,21 @@ def update_components(
     if latest_updated:
         storage.write_bytes(IDENTITY_COMPONENTS_LATEST, snapshot.encode())
 
+    summary = None
+    previous_summary = f"{previous_dir}/{SUMMARY_FILE}"
+    if incremental and storage.exists(previous_summary):
+        summary = summarize_day(
+            AssignmentSummary.from_json(storage.read_bytes(previous_summary)), result
+        )
+    if summary is None:
+        summary = summarize(written)
+    storage.write_bytes(f"{snapshot}/{SUMMARY_FILE}", summary.to_json())
+
     change = day_change(result)
     return ComponentsUpdate(
         mode="incremental" if incremental else "full",
         change=change,
-        summary=summarize(written),
+        summary=summary,
         snapshot_uri=snapshot_uri,
         latest_updated=latest_updated,
     )

@@ -279,11 +279,14 @@ def test_incremental_days_equal_a_full_recompute(lake):
     lake.day(d2, [("a", "b", "k1"), ("b", "c", "k4"), ("g", "h", "k5")], [("g", 3), ("h", 2)])
     lake.day(d3, [("h", "e", "k6"), ("i", "a", "k1")], [("i", 1)])
     for day in (D1, d2, d3):
-        lake.update(day)
+        update = lake.update(day)
     incremental = lake.assignment(d3)
-    lake.update(d3, full_recompute=True)
+    full = lake.update(d3, full_recompute=True)
     assert incremental == lake.assignment(d3)
     assert incremental["g"] == ("e", 4) and incremental["i"] == ("a", 5)
+    assert update.mode == "incremental" and update.summary == full.summary
+    assert (full.summary.largest_size, full.summary.largest_master) == (5, "a")
+    assert full.summary.components_by_size == {4: 1, 5: 1}
 
 
 def test_a_new_day_recomputes_only_the_components_it_touches(lake):
@@ -320,6 +323,20 @@ def test_a_key_revoked_as_a_super_node_splits_the_component_it_built(lake):
     change = lake.update(d2).change
     assert lake.assignment(d2) == {"c": ("c", 2), "d": ("c", 2)}
     assert change.splits == 2
+
+
+def test_a_revoked_key_makes_the_summary_recount_the_whole_assignment(lake):
+    d2 = D1 + timedelta(days=1)
+    lake.day(
+        D1,
+        [("a", "b", "shared"), ("a", "c", "shared"), ("c", "d", "own"), ("x", "y", "k")],
+        [(p, 1) for p in "abcdxy"],
+    )
+    lake.update(D1)
+    lake.day(d2, [], [], quarantine=["shared"])
+    summary = lake.update(d2).summary
+    assert summary.components_by_size == {2: 2}
+    assert (summary.largest_size, summary.largest_master) == (2, "c")
 
 
 def test_weights_below_the_threshold_join_no_component(lake, spark):
