@@ -214,6 +214,24 @@ def day_change(result: DayResult) -> DayChange:
         return DayChange(
             result.recomputed.count(), result.edges, result.iterations, 0, 0, components
         )
+    new = result.recomputed.where(F.col("profile") == F.col("master")).count()
+    if not result.rebuilt:
+        # Nothing split: a previous component lands whole in one new component, found by
+        # where its master went.
+        old_masters = result.before.where(F.col("profile") == F.col("master")).select("profile")
+        landed = result.recomputed.join(old_masters, "profile", "left_semi")
+        counts = landed.agg(
+            F.count(F.lit(1)).alias("old"), F.countDistinct("master").alias("new_with_old")
+        ).first()
+        old, new_with_old = int(counts["old"]), int(counts["new_with_old"])
+        return DayChange(
+            profiles_touched=result.touched.count(),
+            edges_recomputed=result.edges,
+            iterations=result.iterations,
+            merges=old - new_with_old,
+            splits=0,
+            new_components=new - new_with_old,
+        )
     before = result.before.select("profile", F.col("master").alias("old_master"))
     joined = result.recomputed.select("profile", "master").join(before, "profile", "full")
     # Every previous component touched ends up in one or more new ones (or in profiles that
@@ -222,7 +240,6 @@ def day_change(result: DayResult) -> DayChange:
     counts = joined.agg(
         F.countDistinct(F.when(linked, F.struct("old_master", "master"))).alias("old_new"),
         F.countDistinct(F.when(linked, F.col("master"))).alias("new_with_old"),
-        F.countDistinct("master").alias("new"),
         F.countDistinct("old_master").alias("old"),
         F.sum(F.col("master").isNull().cast("int")).alias("dropped"),
     ).first()
@@ -233,7 +250,7 @@ def day_change(result: DayResult) -> DayChange:
         iterations=result.iterations,
         merges=old_new - new_with_old,
         splits=old_new + int(counts["dropped"] or 0) - int(counts["old"]),
-        new_components=int(counts["new"]) - new_with_old,
+        new_components=new - new_with_old,
     )
 
 
