@@ -264,7 +264,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--part", choices=("scipy", "incremental", "both"), default="both")
     parser.add_argument("--edges", type=int, default=10_000_000, help="(a) graph edges")
-    parser.add_argument("--day-edges", type=int, default=350_000, help="(b) edges per day")
+    parser.add_argument("--day-edges", type=int, default=500_000, help="(b) edges per day")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s: %(message)s")
     logging.getLogger("profile_store.identity.components").setLevel(logging.INFO)

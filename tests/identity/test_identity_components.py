@@ -220,11 +220,18 @@ def test_one_partition_and_distributed_rounds_give_the_same_assignment(spark):
         "profile_a string, profile_b string",
     )
     hours = rng.integers(0, 5, 3000)  # many ties: the id decides
-    first_seen = spark.createDataFrame(
-        [(ids[i], datetime(2026, 11, 1, int(h)) if i % 50 else None) for i, h in enumerate(hours)]
-        + [(ids[3], datetime(2026, 10, 1))],  # a second, earlier row: the earliest counts
-        "profile string, first_seen timestamp",
-    ).groupBy("profile").agg(F.min("first_seen").alias("first_seen"))
+    first_seen = (
+        spark.createDataFrame(
+            [
+                (ids[i], datetime(2026, 11, 1, int(h)) if i % 50 else None)
+                for i, h in enumerate(hours)
+            ]
+            + [(ids[3], datetime(2026, 10, 1))],  # a second, earlier row: the earliest counts
+            "profile string, first_seen timestamp",
+        )
+        .groupBy("profile")
+        .agg(F.min("first_seen").alias("first_seen"))
+    )
     local, local_run = profile_components(pairs, first_seen)
     rounds, rounds_run = profile_components(pairs, first_seen, local_edges=0)
     assert local_run.edges == rounds_run.edges > 0
