@@ -51,32 +51,35 @@ def _empty_sketches(lg_k: int) -> tuple[bytes, bytes]:
     return theta, counts
 
 
-def combination_sketches(events: DataFrame, kept: DataFrame, lg_k: int = DEFAULT_LG_K) -> DataFrame:
-    """Sketches per (app, event type, kept-attribute combination)."""
-    no_names = F.array().cast("array<string>")
-    with_kept = events.join(F.broadcast(kept), ["app_id", "event_type"], "left")
-    kept_map = F.map_filter(
-        "event_attributes",
-        lambda name, _value: F.array_contains(F.coalesce("kept_attributes", no_names), name),
+def kept_combination() -> Column:
+    """The event's entries of the kept attributes (column ``kept_attributes``, sorted), by name.
+
+    Walking the sorted kept names and looking each one up in the event's map gives the entries
+    sorted without sorting every event's entries.
+    """
+    entries = F.transform(
+        F.coalesce("kept_attributes", F.array().cast("array<string>")),
+        lambda name: F.struct(name.alias("key"), F.col("event_attributes")[name].alias("value")),
     )
-    combination = F.array_sort(F.map_entries(kept_map))
-    attr_hash = F.lpad(F.lower(F.hex(F.xxhash64(combination))), 16, "0")
+    return F.filter(entries, lambda entry: F.map_contains_key("event_attributes", entry["key"]))
+
+
+def combination_sketches(events: DataFrame, kept: DataFrame, lg_k: int = DEFAULT_LG_K) -> DataFrame:
+    """Sketches per (app, event type, kept-attribute combination); the combination is hashed
+    once per group, after the aggregation, not once per event."""
+    with_kept = events.join(F.broadcast(kept), ["app_id", "event_type"], "left")
+    combination = kept_combination()
+    attr_hash = F.lpad(F.lower(F.hex(F.xxhash64("combination"))), 16, "0")
     attr_hash = F.when(attr_hash == AGGREGATE_HASH, F.lit("0" * 15 + "1")).otherwise(attr_hash)
     return (
-        with_kept.select(
-            "app_id",
-            "event_type",
-            "user_id",
-            combination.alias("combination"),
-            attr_hash.alias("attr_hash"),
-        )
-        .groupBy("app_id", "event_type", "attr_hash")
+        with_kept.select("app_id", "event_type", "user_id", combination.alias("combination"))
+        .groupBy("app_id", "event_type", "combination")
         .agg(
-            F.first("combination").alias("combination"),
             F.theta_sketch_agg("user_id", lg_k).alias("theta"),
             F.tuple_sketch_agg_integer("user_id", F.lit(1), lg_k, "sum").alias("counts"),
             F.count(F.lit(1)).cast("long").alias("events"),
         )
+        .withColumn("attr_hash", attr_hash)
     )
 
 

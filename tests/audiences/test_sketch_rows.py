@@ -165,3 +165,37 @@ def test_marginal_keys_escape_separators_in_names_and_values(spark):
         kept_marker_rowkey("a|b", "e", day, "x|y"),
         marginal_rowkey("a|b", "e", day, "x|y", "1|2"),
     ]
+
+
+def test_a_combination_holds_the_events_kept_entries_sorted_by_name_and_hashed(spark):
+    rows = [
+        ("shop", "buy", f"u{i % 30}", {"size": "SM"[i % 2], "color": "red", "sku": f"s{i}"})
+        for i in range(600)
+    ]
+    rows += [("shop", "buy", f"u{i}", {"size": "S"}) for i in range(30)]  # color missing
+    events = spark.createDataFrame(rows, SCHEMA)
+    out = day_sketch_rows(events, decisions(events), "20261101")
+    combinations = (
+        out.where("row_kind = 'combination'")
+        .select(
+            "combination",
+            "attr_hash",
+            F.lpad(
+                F.lower(
+                    F.hex(
+                        F.xxhash64(F.array_sort(F.map_entries(F.map_from_entries("combination"))))
+                    )
+                ),
+                16,
+                "0",
+            ).alias("expected_hash"),
+        )
+        .collect()
+    )
+    got = sorted(tuple((e.key, e.value) for e in r.combination) for r in combinations)
+    assert got == [
+        (("color", "red"), ("size", "M")),
+        (("color", "red"), ("size", "S")),
+        (("size", "S"),),
+    ]
+    assert all(r.attr_hash == r.expected_hash for r in combinations)
