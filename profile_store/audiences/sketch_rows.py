@@ -155,9 +155,14 @@ def _as_rows(frame: DataFrame, kind: str) -> DataFrame:
 def day_sketch_rows(
     events: DataFrame, decisions: DataFrame, day_text: str, lg_k: int = DEFAULT_LG_K
 ) -> DataFrame:
-    """Every sketch row of a day with its HBase row key (``day_text`` is ``yyyymmdd``)."""
+    """Every sketch row of a day with its HBase row key (``day_text`` is ``yyyymmdd``).
+
+    Runs the events' aggregation right away (checkpointed); the rest stays lazy.
+    """
     kept = kept_attribute_lists(decisions)
-    combinations = combination_sketches(events, kept, lg_k)
+    # Computed here, once: the aggregate and marginal rows union these (one row per
+    # combination), and Spark would otherwise aggregate the events again for each of them.
+    combinations = combination_sketches(events, kept, lg_k).localCheckpoint(eager=True)
     rows = (
         _as_rows(combinations, "combination")
         .unionByName(_as_rows(aggregate_sketches(combinations, kept, lg_k), "aggregate"))
