@@ -224,32 +224,28 @@ def day_change(result: DayResult) -> DayChange:
             F.count(F.lit(1)).alias("old"), F.countDistinct("master").alias("new_with_old")
         ).first()
         old, new_with_old = int(counts["old"]), int(counts["new_with_old"])
-        return DayChange(
-            profiles_touched=result.touched.count(),
-            edges_recomputed=result.edges,
-            iterations=result.iterations,
-            merges=old - new_with_old,
-            splits=0,
-            new_components=new - new_with_old,
-        )
-    before = result.before.select("profile", F.col("master").alias("old_master"))
-    joined = result.recomputed.select("profile", "master").join(before, "profile", "full")
-    # Every previous component touched ends up in one or more new ones (or in profiles that
-    # lost their last edge: "dropped"), so the sums over components reduce to distinct counts.
-    linked = F.col("old_master").isNotNull() & F.col("master").isNotNull()
-    counts = joined.agg(
-        F.countDistinct(F.when(linked, F.struct("old_master", "master"))).alias("old_new"),
-        F.countDistinct(F.when(linked, F.col("master"))).alias("new_with_old"),
-        F.countDistinct("old_master").alias("old"),
-        F.sum(F.col("master").isNull().cast("int")).alias("dropped"),
-    ).first()
-    old_new, new_with_old = int(counts["old_new"]), int(counts["new_with_old"])
+        old_new, dropped = old, 0
+    else:
+        before = result.before.select("profile", F.col("master").alias("old_master"))
+        joined = result.recomputed.select("profile", "master").join(before, "profile", "full")
+        # Every previous component touched ends up in one or more new ones (or in profiles that
+        # lost their last edge: "dropped"), so the sums over components reduce to distinct
+        # counts.
+        linked = F.col("old_master").isNotNull() & F.col("master").isNotNull()
+        counts = joined.agg(
+            F.countDistinct(F.when(linked, F.struct("old_master", "master"))).alias("old_new"),
+            F.countDistinct(F.when(linked, F.col("master"))).alias("new_with_old"),
+            F.countDistinct("old_master").alias("old"),
+            F.sum(F.col("master").isNull().cast("int")).alias("dropped"),
+        ).first()
+        old, new_with_old = int(counts["old"]), int(counts["new_with_old"])
+        old_new, dropped = int(counts["old_new"]), int(counts["dropped"] or 0)
     return DayChange(
         profiles_touched=result.touched.count(),
         edges_recomputed=result.edges,
         iterations=result.iterations,
         merges=old_new - new_with_old,
-        splits=old_new + int(counts["dropped"] or 0) - int(counts["old"]),
+        splits=old_new + dropped - old,
         new_components=new - new_with_old,
     )
 
