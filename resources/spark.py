@@ -21,6 +21,10 @@ def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) ->
         "spark.sql.session.timeZone": "UTC",
         "spark.sql.shuffle.partitions": str(shuffle_partitions),
         "spark.sql.adaptive.enabled": "true",
+        # Sketch aggregates keep one sketch object per group; Spark's default falls back to
+        # sorting the task's rows after 128 groups, which a day of audience combinations
+        # (thousands of groups) always hits. Small groups' sketches take a few hundred bytes.
+        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "16384",
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",

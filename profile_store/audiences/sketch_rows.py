@@ -83,46 +83,73 @@ def combination_sketches(events: DataFrame, kept: DataFrame, lg_k: int = DEFAULT
     )
 
 
-def aggregate_sketches(
-    combinations: DataFrame, kept: DataFrame, lg_k: int = DEFAULT_LG_K
-) -> DataFrame:
-    """One row per (app, event type) of the window: the union of its combination sketches.
+def union_sketches(combinations: DataFrame, kept: DataFrame, lg_k: int = DEFAULT_LG_K) -> DataFrame:
+    """Aggregate and marginal sketches of a day, unions of its combination sketches.
 
-    A pair of the trimming window without events on the day still gets its (empty) aggregate
-    row: it records that the day was built and which attributes it kept.
+    One aggregation makes both: each combination contributes to its (app, event type) whole,
+    where ``attribute`` is null, and to the marginal of each of its entries. Every pair of the
+    trimming window contributes an empty entry to its whole, so that a pair without events on
+    the day still gets its aggregate row, which records that the day was built and which
+    attributes it kept.
     """
-    unions = combinations.groupBy("app_id", "event_type").agg(
-        F.theta_union_agg("theta", lg_k).alias("theta"),
-        F.tuple_union_agg_integer("counts", lg_k, "sum").alias("counts"),
-        F.sum("events").alias("events"),
-    )
     empty_theta, empty_counts = _empty_sketches(lg_k)
-    return kept.join(unions, ["app_id", "event_type"], "left").select(
+    whole = F.struct(
+        F.lit(None).cast("string").alias("key"), F.lit(None).cast("string").alias("value")
+    )
+    parts = combinations.select(
         "app_id",
         "event_type",
-        F.lit(AGGREGATE_HASH).alias("attr_hash"),
-        F.array().cast("array<struct<key:string,value:string>>").alias("combination"),
-        F.coalesce("theta", F.lit(empty_theta)).alias("theta"),
-        F.coalesce("counts", F.lit(empty_counts)).alias("counts"),
-        F.coalesce("events", F.lit(0)).cast("long").alias("events"),
+        F.explode(F.concat("combination", F.array(whole))).alias("part"),
+        "theta",
+        "counts",
+        "events",
+        F.lit(None).cast("array<string>").alias("kept_attributes"),
+    ).select(
+        "app_id",
+        "event_type",
+        F.col("part.key").alias("attribute"),
+        F.col("part.value").alias("value"),
+        "theta",
+        "counts",
+        "events",
         "kept_attributes",
     )
-
-
-def marginal_sketches(combinations: DataFrame, lg_k: int = DEFAULT_LG_K) -> DataFrame:
-    """One row per (app, event type, kept attribute, value): the union of its combinations."""
-    pairs = combinations.select(
-        "app_id", "event_type", F.explode("combination").alias("pair"), "theta", "counts", "events"
-    )
-    return pairs.groupBy(
+    known = kept.select(
         "app_id",
         "event_type",
-        F.col("pair.key").alias("attribute"),
-        F.col("pair.value").alias("value"),
-    ).agg(
-        F.theta_union_agg("theta", lg_k).alias("theta"),
-        F.tuple_union_agg_integer("counts", lg_k, "sum").alias("counts"),
-        F.sum("events").alias("events"),
+        F.lit(None).cast("string").alias("attribute"),
+        F.lit(None).cast("string").alias("value"),
+        F.lit(empty_theta).alias("theta"),
+        F.lit(empty_counts).alias("counts"),
+        F.lit(0).cast("long").alias("events"),
+        "kept_attributes",
+    )
+    unions = (
+        parts.unionByName(known)
+        .groupBy("app_id", "event_type", "attribute", "value")
+        .agg(
+            F.theta_union_agg("theta", lg_k).alias("theta"),
+            F.tuple_union_agg_integer("counts", lg_k, "sum").alias("counts"),
+            F.sum("events").alias("events"),
+            # Only the pair's empty entry carries the list.
+            F.first("kept_attributes", ignorenulls=True).alias("kept_attributes"),
+        )
+    )
+    is_whole = F.col("attribute").isNull()
+    return unions.select(
+        "app_id",
+        "event_type",
+        F.when(is_whole, "aggregate").otherwise("marginal").alias("row_kind"),
+        F.when(is_whole, F.lit(AGGREGATE_HASH)).alias("attr_hash"),
+        F.when(is_whole, F.array().cast("array<struct<key:string,value:string>>")).alias(
+            "combination"
+        ),
+        "attribute",
+        "value",
+        "theta",
+        "counts",
+        "events",
+        "kept_attributes",
     )
 
 
@@ -143,13 +170,15 @@ _COLUMNS = {
 }
 
 
-def _as_rows(frame: DataFrame, kind: str) -> DataFrame:
-    """``frame`` with every column of the union (missing ones null) and its row kind."""
+def _as_rows(frame: DataFrame, kind: str | None = None) -> DataFrame:
+    """``frame`` with every column of the union (missing ones null) and its row kind (``kind``
+    or the frame's own ``row_kind``)."""
     columns = [
         (F.col(name) if name in frame.columns else F.lit(None)).cast(kind_type).alias(name)
         for name, kind_type in _COLUMNS.items()
     ]
-    return frame.select("app_id", "event_type", F.lit(kind).alias("row_kind"), *columns)
+    row_kind = F.col("row_kind") if kind is None else F.lit(kind).alias("row_kind")
+    return frame.select("app_id", "event_type", row_kind, *columns)
 
 
 def day_sketch_rows(
@@ -161,12 +190,11 @@ def day_sketch_rows(
     """
     kept = kept_attribute_lists(decisions)
     # Computed here, once: the aggregate and marginal rows union these (one row per
-    # combination), and Spark would otherwise aggregate the events again for each of them.
+    # combination), and Spark would otherwise aggregate the events again for them.
     combinations = combination_sketches(events, kept, lg_k).localCheckpoint(eager=True)
     rows = (
         _as_rows(combinations, "combination")
-        .unionByName(_as_rows(aggregate_sketches(combinations, kept, lg_k), "aggregate"))
-        .unionByName(_as_rows(marginal_sketches(combinations, lg_k), "marginal"))
+        .unionByName(_as_rows(union_sketches(combinations, kept, lg_k)))
         .unionByName(_as_rows(kept_markers(kept), "kept_marker"))
     )
     return rows.select(
