@@ -6,7 +6,8 @@ rows, HBase writes to the embedded gateway), then:
 
 1. build: events/s of the Spark sketch build (sketch rows of a day, fully computed) against
    DuckDB's exact COUNT(DISTINCT user_id) over the same Parquet files grouped the same way
-   (app, event type, day, kept-attribute combination, plus the per-day aggregate);
+   (app, event type, day, kept-attribute combination, plus the per-day aggregate); for
+   reference, Spark's own exact count of that grouping and Spark only reading the columns;
 2. query: p50/p90/p99 latency of >= 1,000 generated queries against the gateway;
 3. accuracy: the asset check's figures over the same queries (exact answers from Spark).
 
