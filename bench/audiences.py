@@ -114,9 +114,8 @@ def main() -> int:
     spark = spark_session()
     storage = LocalLakeStorage(lake_root)
     rule = TrimRule()
-    build = {"events": 0, "spark_s": 0.0, "spark_write_s": 0.0, "duckdb_s": 0.0, "rows": 0}
-    build["spark_exact_s"] = 0.0
-    build["spark_scan_s"] = 0.0
+    build = {"events": 0, "rows": 0, "spark_s": 0.0, "spark_write_s": 0.0, "duckdb_s": 0.0}
+    build |= {"spark_exact_s": 0.0, "spark_scan_s": 0.0}
     duck = duckdb.connect()
     duck.execute("SET threads TO 2")
     with EmbeddedGateway(args.work_dir / "hbase") as gateway:

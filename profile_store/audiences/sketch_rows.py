@@ -99,33 +99,21 @@ def union_sketches(combinations: DataFrame, kept: DataFrame, lg_k: int = DEFAULT
     parts = combinations.select(
         "app_id",
         "event_type",
-        F.explode(F.concat("combination", F.array(whole))).alias("part"),
+        F.inline(F.concat("combination", F.array(whole))),
         "theta",
         "counts",
         "events",
-        F.lit(None).cast("array<string>").alias("kept_attributes"),
-    ).select(
-        "app_id",
-        "event_type",
-        F.col("part.key").alias("attribute"),
-        F.col("part.value").alias("value"),
-        "theta",
-        "counts",
-        "events",
-        "kept_attributes",
-    )
+    ).withColumnRenamed("key", "attribute")
     known = kept.select(
         "app_id",
         "event_type",
-        F.lit(None).cast("string").alias("attribute"),
-        F.lit(None).cast("string").alias("value"),
         F.lit(empty_theta).alias("theta"),
         F.lit(empty_counts).alias("counts"),
         F.lit(0).cast("long").alias("events"),
         "kept_attributes",
     )
     unions = (
-        parts.unionByName(known)
+        parts.unionByName(known, allowMissingColumns=True)
         .groupBy("app_id", "event_type", "attribute", "value")
         .agg(
             F.theta_union_agg("theta", lg_k).alias("theta"),
@@ -188,7 +176,8 @@ def day_sketch_rows(
 
     Runs the events' aggregation right away (checkpointed); the rest stays lazy.
     """
-    kept = kept_attribute_lists(decisions)
+    # The kept lists feed the combinations, the empty aggregate entries and the markers.
+    kept = kept_attribute_lists(decisions).localCheckpoint(eager=True)
     # Computed here, once: the aggregate and marginal rows union these (one row per
     # combination), and Spark would otherwise aggregate the events again for them.
     combinations = combination_sketches(events, kept, lg_k).localCheckpoint(eager=True)
