@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 import os
 import sys
+from pathlib import Path
 
 from dagster_pyspark import LazyPySparkResource
+
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
 def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) -> dict[str, str]:
@@ -28,6 +31,7 @@ def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) ->
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
     }
 
 
@@ -57,7 +61,10 @@ def spark_config_from_env(env: dict[str, str] | None = None) -> dict[str, str]:
 
 def spark_resource_from_env(env: dict[str, str] | None = None) -> LazyPySparkResource:
     config = spark_config_from_env(env)
-    if "spark.pyspark.python" in config:
+    if config["spark.master"].startswith("local"):
         # PySpark picks the local worker interpreter from this variable alone.
         os.environ.setdefault("PYSPARK_PYTHON", config["spark.pyspark.python"])
+        # Everything stays on this machine: bind to loopback (Spark warns on every start when
+        # the host name resolves to loopback and SPARK_LOCAL_IP is unset).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     return LazyPySparkResource(spark_config=config)
