@@ -41,6 +41,7 @@ def ingest_metadata(summary: IngestSummary) -> dict:
         "quarantined_by_reason": MetadataValue.json(summary.quarantined_by_reason),
         "duplicates_dropped": summary.duplicates_dropped,
         "landing_files": summary.landing_files,
+        "landing_digest": summary.landing_digest,
         "apps": MetadataValue.json(summary.apps),
         "min_event_time": str(summary.min_event_time),
         "max_event_time": str(summary.max_event_time),

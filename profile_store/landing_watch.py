@@ -18,7 +18,23 @@ from profile_store.lake_layout import LANDING, SUCCESS_MARKER
 from profile_store.lake_storage import LakeFile, LakeStorage
 
 _DAY_DIR = re.compile(r"^" + LANDING + r"/date=(\d{4}-\d{2}-\d{2})/(.+)$")
-_DATA_SUFFIXES = (".jsonl.gz", ".jsonl", ".json.gz", ".json")
+LANDING_SUFFIXES = (".jsonl.gz", ".jsonl", ".json.gz", ".json")
+
+
+def is_landing_data(path: str) -> bool:
+    """A landing batch; markers and hidden files (``_*``, ``.*``) are not data."""
+    name = path.rsplit("/", 1)[-1]
+    return name.endswith(LANDING_SUFFIXES) and not name.startswith(("_", "."))
+
+
+def landing_digest(files: list[LakeFile]) -> str:
+    """What a day's data files are, in 16 hex digits: their paths and sizes.
+
+    The landing sensor keys runs by it, and ``raw_events`` records it for the files it read,
+    so that a day whose latest run already read the same files is not run again.
+    """
+    listing = "\n".join(f"{f.path}\t{f.size}" for f in sorted(files, key=lambda f: f.path))
+    return hashlib.sha1(listing.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -42,16 +58,12 @@ def complete_days(storage: LakeStorage) -> dict[str, LandingDay]:
         if not markers:
             continue
         marked_at = max(f.modified_ms for f in markers)
-        complete = sorted(
-            (f for f in files if f.path.endswith(_DATA_SUFFIXES) and f.modified_ms <= marked_at),
-            key=lambda f: f.path,
-        )
+        complete = [f for f in files if is_landing_data(f.path) and f.modified_ms <= marked_at]
         if not complete:
             continue
-        digest = hashlib.sha1(
-            "\n".join(f"{f.path}\t{f.size}" for f in complete).encode()
-        ).hexdigest()[:16]
-        days[day] = LandingDay(day, digest, len(complete), sum(f.size for f in complete))
+        days[day] = LandingDay(
+            day, landing_digest(complete), len(complete), sum(f.size for f in complete)
+        )
     return days
 
 

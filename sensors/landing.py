@@ -3,7 +3,11 @@
 import json
 
 from dagster import (
+    AssetKey,
+    AssetRecordsFilter,
     AssetSelection,
+    DagsterInstance,
+    DagsterRunStatus,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     RunRequest,
@@ -26,6 +30,29 @@ daily_pipeline = define_asset_job(
 )
 
 
+def already_ingested(instance: DagsterInstance, day: str, digest: str) -> bool:
+    """Did the latest ``raw_events`` of ``day`` read exactly these files, in a run that has not
+    failed (succeeded, or still running)?
+
+    Runs the sensor did not launch (the demo, the UI, a backfill) cover a day as well as its own:
+    without this the sensor's first tick would run every such day again.
+    """
+    records = instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=AssetKey("raw_events"), asset_partitions=[day]), limit=1
+    ).records
+    if not records:
+        return False
+    materialization = records[0].asset_materialization
+    recorded = materialization.metadata.get("landing_digest") if materialization else None
+    if recorded is None or recorded.value != digest:
+        return False
+    run = instance.get_run_by_id(records[0].run_id)
+    return run is not None and run.status not in (
+        DagsterRunStatus.FAILURE,
+        DagsterRunStatus.CANCELED,
+    )
+
+
 @sensor(
     job=daily_pipeline,
     minimum_interval_seconds=30,
@@ -33,7 +60,8 @@ daily_pipeline = define_asset_job(
     description=(
         "Watches landing/date=*/ (local directory or S3 prefix). A day whose complete files "
         "(written before its _SUCCESS marker) changed gets one run of daily_pipeline; the run "
-        "key is the digest of those files, so the same files never trigger twice."
+        "key is the digest of those files, so the same files never trigger twice, and a day "
+        "whose latest successful run already read them (the demo, a UI run) is skipped."
     ),
 )
 def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
@@ -43,16 +71,22 @@ def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
         yield SkipReason("no new complete landing files")
         return
     valid = set(daily_partitions.get_partition_keys())
+    covered = []
     for day in changed:
         if day.day not in valid:
             context.log.info(f"landing day {day.day} is not a partition yet; will retry")
             continue
         seen[day.day] = day.digest
+        if already_ingested(context.instance, day.day, day.digest):
+            covered.append(day.day)
+            continue
         yield RunRequest(
             run_key=f"{day.day}:{day.digest}",
             partition_key=day.day,
             tags={"landing/files": str(day.files), "landing/bytes": str(day.bytes)},
         )
+    if covered:
+        context.log.info(f"already ingested by another run, not run again: {', '.join(covered)}")
     context.update_cursor(json.dumps(seen, sort_keys=True))
 
 

@@ -5,8 +5,18 @@ from __future__ import annotations
 import json
 import os
 
-from dagster import DagsterInstance, SkipReason, build_sensor_context
+from dagster import (
+    DagsterInstance,
+    MaterializeResult,
+    SkipReason,
+    asset,
+    build_sensor_context,
+    materialize,
+)
 
+from profile_assets.partitions import daily_partitions
+from profile_store.lake_storage import LocalLakeStorage
+from profile_store.landing_watch import complete_days
 from resources.lake import LakeResource
 from sensors.landing import landing_sensor
 
@@ -22,13 +32,29 @@ def land(root, day: str, part: int, mtime: float) -> None:
     os.utime(marker, (mtime + 1, mtime + 1))
 
 
-def evaluate(root, cursor=None):
-    with DagsterInstance.ephemeral() as instance:
+def evaluate(root, cursor=None, instance=None):
+    with instance or DagsterInstance.ephemeral() as instance:
         context = build_sensor_context(
             instance=instance, cursor=cursor, resources={"lake": LakeResource(root=str(root))}
         )
         result = list(landing_sensor(context) or [])
         return result, context.cursor
+
+
+def ingest_in_a_run(instance, day: str, digest: str, succeed: bool = True) -> None:
+    """A run (not the sensor's) whose raw_events of ``day`` read files with ``digest``; with
+    ``succeed=False`` a later step of the run fails."""
+
+    @asset(name="raw_events", partitions_def=daily_partitions)
+    def stand_in():
+        return MaterializeResult(metadata={"landing_digest": digest})
+
+    @asset(deps=[stand_in], partitions_def=daily_partitions)
+    def downstream():
+        if not succeed:
+            raise RuntimeError("a step after raw_events failed")
+
+    materialize([stand_in, downstream], partition_key=day, instance=instance, raise_on_error=False)
 
 
 def test_each_new_complete_day_gets_one_run_request(tmp_path):
@@ -61,3 +87,35 @@ def test_a_day_that_is_not_a_partition_yet_is_retried_later(tmp_path):
     requests, cursor = evaluate(tmp_path)
     assert requests == []
     assert "2099-01-01" not in json.loads(cursor or "{}")
+
+
+def test_days_a_successful_run_ingested_from_the_same_files_are_not_run_again(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    land(tmp_path, "2026-11-02", 0, 100)
+    digests = {
+        day: entry.digest for day, entry in complete_days(LocalLakeStorage(tmp_path)).items()
+    }
+    with DagsterInstance.ephemeral() as instance:
+        ingest_in_a_run(instance, "2026-11-01", digests["2026-11-01"])
+        requests, cursor = evaluate(tmp_path, instance=instance)
+    assert [r.partition_key for r in requests] == ["2026-11-02"]
+    assert set(json.loads(cursor)) == {"2026-11-01", "2026-11-02"}
+
+
+def test_a_day_whose_files_changed_after_its_run_is_run_again(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    digest = complete_days(LocalLakeStorage(tmp_path))["2026-11-01"].digest
+    land(tmp_path, "2026-11-01", 1, 500)
+    with DagsterInstance.ephemeral() as instance:
+        ingest_in_a_run(instance, "2026-11-01", digest)
+        requests, _ = evaluate(tmp_path, instance=instance)
+    assert [r.partition_key for r in requests] == ["2026-11-01"]
+
+
+def test_a_day_whose_run_failed_is_run_again(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    digest = complete_days(LocalLakeStorage(tmp_path))["2026-11-01"].digest
+    with DagsterInstance.ephemeral() as instance:
+        ingest_in_a_run(instance, "2026-11-01", digest, succeed=False)
+        requests, _ = evaluate(tmp_path, instance=instance)
+    assert [r.partition_key for r in requests] == ["2026-11-01"]

@@ -19,8 +19,7 @@ from profile_store.events.validation import (
 )
 from profile_store.lake_layout import SUCCESS_MARKER, events_day, landing_day, quarantine_day
 from profile_store.lake_storage import LakeFile, LakeStorage
-
-LANDING_SUFFIXES = (".jsonl.gz", ".jsonl", ".json.gz", ".json")
+from profile_store.landing_watch import is_landing_data, landing_digest
 
 
 class NoLandingData(RuntimeError):
@@ -31,6 +30,7 @@ class NoLandingData(RuntimeError):
 class IngestSummary:
     day: date
     landing_files: int
+    landing_digest: str
     received_rows: int
     clean_rows: int
     duplicates_dropped: int
@@ -52,12 +52,7 @@ class IngestSummary:
 
 def landing_files(storage: LakeStorage, day: date) -> list[LakeFile]:
     """The day's landing batches; markers and hidden files are not data."""
-    return [
-        f
-        for f in storage.list_files(landing_day(day))
-        if f.path.endswith(LANDING_SUFFIXES)
-        and not f.path.rsplit("/", 1)[-1].startswith(("_", "."))
-    ]
+    return [f for f in storage.list_files(landing_day(day)) if is_landing_data(f.path)]
 
 
 def landing_complete(storage: LakeStorage, day: date) -> bool:
@@ -120,6 +115,7 @@ def ingest_day(
     return IngestSummary(
         day=day,
         landing_files=len(files),
+        landing_digest=landing_digest(files),
         received_rows=received,
         clean_rows=stats["rows"],
         duplicates_dropped=passed - stats["rows"],
