@@ -1,0 +1,416 @@
+"""Dagster as users run it: ``dagster-webserver`` and ``dagster-daemon`` over ``workspace.yaml``.
+
+Both start as real processes from the repository root with their own ``DAGSTER_HOME`` (the
+project's ``examples/dagster.local.yaml``) and environment, so every run is launched the way the
+UI, a sensor, the schedule or a backfill launches it: a queued run, dequeued by the daemon, executed
+by a run worker process that imports the code location. Runs are launched through the
+webserver's GraphQL API with the mutations the UI itself sends; outcomes are read back from the
+instance's own storage.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+import httpx
+from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
+
+REPO = Path(__file__).resolve().parents[2]
+BIN = Path(sys.executable).parent
+FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+
+REPOSITORY_QUERY = """
+query {
+  workspaceOrError {
+    ... on Workspace {
+      locationEntries {
+        name
+        locationOrLoadError {
+          __typename
+          ... on PythonError { message }
+          ... on RepositoryLocation { repositories { name } }
+        }
+      }
+    }
+  }
+}
+"""
+
+LAUNCH_RUN = """
+mutation ($params: ExecutionParams!) {
+  launchRun(executionParams: $params) {
+    __typename
+    ... on LaunchRunSuccess { run { runId } }
+    ... on PythonError { message stack }
+    ... on RunConfigValidationInvalid { errors { message } }
+    ... on InvalidSubsetError { message }
+    ... on UnauthorizedError { message }
+  }
+}
+"""
+
+LAUNCH_BACKFILL = """
+mutation ($params: LaunchBackfillParams!) {
+  launchPartitionBackfill(backfillParams: $params) {
+    __typename
+    ... on LaunchBackfillSuccess { backfillId }
+    ... on PythonError { message stack }
+    ... on PartitionSetNotFoundError { message }
+    ... on InvalidStepError { invalidStepKey }
+    ... on InvalidOutputError { invalidOutputName }
+    ... on UnauthorizedError { message }
+  }
+}
+"""
+
+SENSOR_STATE = """
+mutation ($selector: SensorSelector!) {
+  startSensor(sensorSelector: $selector) {
+    __typename
+    ... on Sensor { sensorState { status } }
+    ... on PythonError { message }
+  }
+}
+"""
+
+SENSOR_STATE_QUERY = """
+query ($selector: SensorSelector!) {
+  sensorOrError(sensorSelector: $selector) {
+    __typename
+    ... on Sensor {
+      sensorState { id status ticks(limit: 100) { status runKeys cursor timestamp } }
+    }
+  }
+}
+"""
+
+STOP_SENSOR = """
+mutation ($id: String!) {
+  stopSensor(id: $id) {
+    __typename
+    ... on StopSensorMutationResult { instigationState { status } }
+    ... on PythonError { message }
+  }
+}
+"""
+
+RUN_PAGE = """
+query ($runId: ID!) {
+  logsForRun(runId: $runId) {
+    __typename
+    ... on EventConnection {
+      events {
+        __typename
+        ... on MessageEvent { message }
+        ... on ExecutionStepFailureEvent { error { message causes { message } } }
+        ... on RunFailureEvent { error { message causes { message } } }
+        ... on LogsCapturedEvent { fileKey }
+      }
+    }
+  }
+}
+"""
+
+CAPTURED_LOGS = """
+query ($logKey: [String!]!) {
+  capturedLogs(logKey: $logKey) { stdout stderr }
+}
+"""
+
+SCHEDULE_DRY_RUN = """
+mutation ($selector: ScheduleSelector!, $timestamp: Float) {
+  scheduleDryRun(selectorData: $selector, timestamp: $timestamp) {
+    __typename
+    ... on PythonError { message }
+    ... on DryRunInstigationTick {
+      evaluationResult {
+        skipReason
+        error { message }
+        runRequests { runKey runConfigYaml tags { key value } }
+      }
+    }
+  }
+}
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+class RunFailed(AssertionError):
+    """A run ended in anything but success; the message carries the run's own error text."""
+
+
+class DagsterServices:
+    """A webserver and a daemon over one instance directory; stop() ends both."""
+
+    def __init__(self, home: Path, env: dict[str, str]):
+        self.home = home
+        self.env = {**os.environ, **env, "DAGSTER_HOME": str(home)}
+        home.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / "examples" / "dagster.local.yaml", home / "dagster.yaml")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._processes: dict[str, subprocess.Popen] = {}
+        self._logs: dict[str, Path] = {}
+        self.location = ""
+        self.repository = ""
+
+    # -- processes ------------------------------------------------------------------------
+
+    def _start(self, name: str, command: list[str]) -> None:
+        log_path = self.home / f"{name}.log"
+        with log_path.open("wb") as log:
+            self._processes[name] = subprocess.Popen(
+                command, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT
+            )
+        self._logs[name] = log_path
+
+    def log_tail(self, name: str, chars: int = 3000) -> str:
+        path = self._logs.get(name)
+        return path.read_text(errors="replace")[-chars:] if path and path.exists() else ""
+
+    def start_webserver(self, timeout_s: float = 180) -> None:
+        self._start(
+            "webserver",
+            [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1"]
+            + ["-p", str(self.port)],
+        )
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if self._processes["webserver"].poll() is not None:
+                raise AssertionError(f"webserver exited:\n{self.log_tail('webserver')}")
+            try:
+                if httpx.get(f"{self.url}/server_info", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"webserver did not answer:\n{self.log_tail('webserver')}")
+            time.sleep(0.5)
+        (entry,) = self.graphql(REPOSITORY_QUERY)["workspaceOrError"]["locationEntries"]
+        loaded = entry["locationOrLoadError"]
+        assert loaded["__typename"] == "RepositoryLocation", loaded
+        self.location = entry["name"]
+        self.repository = loaded["repositories"][0]["name"]
+
+    def start_daemon(self) -> None:
+        self._start("daemon", [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"])
+
+    def stop(self) -> None:
+        for process in self._processes.values():
+            if process.poll() is None:
+                process.terminate()
+        for process in self._processes.values():
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+    # -- GraphQL --------------------------------------------------------------------------
+
+    def graphql(self, query: str, variables: dict | None = None) -> dict:
+        response = httpx.post(
+            f"{self.url}/graphql", json={"query": query, "variables": variables or {}}, timeout=120
+        )
+        response.raise_for_status()
+        body = response.json()
+        assert "errors" not in body, body["errors"]
+        return body["data"]
+
+    def _repository_selector(self) -> dict:
+        return {"repositoryLocationName": self.location, "repositoryName": self.repository}
+
+    def launch_job_run(self, job: str, partition: str) -> str:
+        """A partitioned run of a job, as the job page's launchpad sends it."""
+        params = {
+            "selector": {**self._repository_selector(), "jobName": job},
+            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition}]},
+        }
+        return self._launched(self.graphql(LAUNCH_RUN, {"params": params})["launchRun"])
+
+    def launch_asset_run(self, assets: Iterable[str], partition: str) -> str:
+        """Materialize assets of one partition, as the asset page's button sends it."""
+        keys = [{"path": [name]} for name in assets]
+        params = {
+            "selector": {
+                **self._repository_selector(),
+                "jobName": "__ASSET_JOB",
+                "assetSelection": keys,
+                "assetCheckSelection": [],
+            },
+            "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition}]},
+        }
+        return self._launched(self.graphql(LAUNCH_RUN, {"params": params})["launchRun"])
+
+    def _launched(self, result: dict) -> str:
+        assert result["__typename"] == "LaunchRunSuccess", result
+        return result["run"]["runId"]
+
+    def launch_job_backfill(self, job: str, partitions: list[str]) -> str:
+        """A backfill of a partitioned job, as its Partitions tab's 'Launch backfill' sends it."""
+        params = {
+            "selector": {
+                "partitionSetName": f"{job}_partition_set",
+                "repositorySelector": self._repository_selector(),
+            },
+            "partitionNames": partitions,
+        }
+        result = self.graphql(LAUNCH_BACKFILL, {"params": params})["launchPartitionBackfill"]
+        assert result["__typename"] == "LaunchBackfillSuccess", result
+        return result["backfillId"]
+
+    def start_sensor(self, name: str) -> None:
+        selector = {**self._repository_selector(), "sensorName": name}
+        result = self.graphql(SENSOR_STATE, {"selector": selector})["startSensor"]
+        assert result["__typename"] == "Sensor", result
+        assert result["sensorState"]["status"] == "RUNNING", result
+
+    def sensor_state(self, name: str) -> dict:
+        """The sensor's state as its page shows it: status and ticks (newest first)."""
+        selector = {**self._repository_selector(), "sensorName": name}
+        sensor = self.graphql(SENSOR_STATE_QUERY, {"selector": selector})["sensorOrError"]
+        assert sensor["__typename"] == "Sensor", sensor
+        return sensor["sensorState"]
+
+    def stop_sensor(self, name: str) -> None:
+        state = self.sensor_state(name)
+        result = self.graphql(STOP_SENSOR, {"id": state["id"]})["stopSensor"]
+        assert result["__typename"] == "StopSensorMutationResult", result
+        assert result["instigationState"]["status"] == "STOPPED", result
+
+    def schedule_tick_run_requests(self, schedule: str, at_timestamp: float) -> list[dict]:
+        """Evaluate the schedule's tick at a time, as the UI's 'Test schedule' dialog does."""
+        selector = {**self._repository_selector(), "scheduleName": schedule}
+        tick = self.graphql(SCHEDULE_DRY_RUN, {"selector": selector, "timestamp": at_timestamp})[
+            "scheduleDryRun"
+        ]
+        assert tick["__typename"] == "DryRunInstigationTick", tick
+        result = tick["evaluationResult"]
+        assert result["error"] is None, result["error"]
+        return result["runRequests"]
+
+    def launch_run_request(self, job: str, request: dict) -> str:
+        """Launch one evaluated run request, as the 'Test schedule' dialog's launch button."""
+        params = {
+            "selector": {**self._repository_selector(), "jobName": job},
+            "runConfigData": request["runConfigYaml"],
+            "executionMetadata": {"tags": request["tags"]},
+        }
+        return self._launched(self.graphql(LAUNCH_RUN, {"params": params})["launchRun"])
+
+    def run_page(self, run_id: str) -> tuple[list[str], str]:
+        """What the run page shows: its event messages with their errors, and captured stderr."""
+        result = self.graphql(RUN_PAGE, {"runId": run_id})["logsForRun"]
+        assert result["__typename"] == "EventConnection", result
+        messages, stderr = [], []
+        for event in result["events"]:
+            messages.append(event.get("message") or "")
+            if event.get("error"):
+                messages.append(event["error"]["message"])
+                messages.extend(cause["message"] for cause in event["error"]["causes"])
+            if event["__typename"] == "LogsCapturedEvent":
+                logs = self.graphql(
+                    CAPTURED_LOGS, {"logKey": [run_id, "compute_logs", event["fileKey"]]}
+                )
+                stderr.append(logs["capturedLogs"]["stderr"] or "")
+        return messages, "".join(stderr)
+
+    # -- outcomes, read from the instance's storage -----------------------------------------
+
+    def instance(self) -> DagsterInstance:
+        return DagsterInstance.from_config(str(self.home))
+
+    def wait_for_runs(
+        self, filters: RunsFilter, count: int, timeout_s: float = 600, must_succeed: bool = True
+    ) -> list[str]:
+        """Wait until ``count`` runs matching ``filters`` exist and have all finished.
+
+        A run that did not succeed raises ``RunFailed`` with its error events and the tail of
+        the daemon's log (unless ``must_succeed`` is false).
+        """
+        deadline = time.monotonic() + timeout_s
+        with self.instance() as instance:
+            while True:
+                runs = instance.get_runs(filters=filters)
+                done = [run for run in runs if run.status in FINISHED]
+                for run in done:
+                    if must_succeed and run.status != DagsterRunStatus.SUCCESS:
+                        raise RunFailed(self.explain(instance, run.run_id))
+                if len(done) >= count:
+                    return [run.run_id for run in done]
+                if time.monotonic() > deadline:
+                    states = {run.run_id: run.status.value for run in runs}
+                    raise AssertionError(
+                        f"{len(done)}/{count} runs finished after {timeout_s:.0f} s: {states}\n"
+                        f"daemon log:\n{self.log_tail('daemon')}"
+                    )
+                time.sleep(1)
+
+    def materialized(self, run_id: str) -> set[str]:
+        """The assets the run materialized."""
+        with self.instance() as instance:
+            return {
+                record.dagster_event.asset_key.to_user_string()
+                for record in instance.all_logs(
+                    run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION
+                )
+            }
+
+    def materialized_partitions(self, run_id: str) -> set[tuple[str, str]]:
+        """(asset, partition) of every materialization of the run (a backfill run may hold
+        several days)."""
+        with self.instance() as instance:
+            return {
+                (record.dagster_event.asset_key.to_user_string(), record.dagster_event.partition)
+                for record in instance.all_logs(
+                    run_id, of_type=DagsterEventType.ASSET_MATERIALIZATION
+                )
+            }
+
+    def check_outcomes(self, run_id: str) -> dict[str, bool]:
+        """Each asset check the run evaluated, and whether it passed."""
+        with self.instance() as instance:
+            outcomes = {}
+            for record in instance.all_logs(
+                run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION
+            ):
+                evaluation = record.dagster_event.event_specific_data
+                outcomes[evaluation.check_name] = evaluation.passed
+            return outcomes
+
+    def explain_run(self, run_id: str) -> str:
+        with self.instance() as instance:
+            return self.explain(instance, run_id)
+
+    def explain(self, instance: DagsterInstance, run_id: str) -> str:
+        """The run's status and every error the run page shows, with the daemon's log tail."""
+        run = instance.get_run_by_id(run_id)
+        lines = [f"run {run_id} ({run.job_name}, {dict(run.tags)}) ended {run.status.value}"]
+        for record in instance.all_logs(run_id):
+            event = record.dagster_event
+            error = None
+            if event is not None and event.event_type in (
+                DagsterEventType.RUN_FAILURE,
+                DagsterEventType.STEP_FAILURE,
+                DagsterEventType.ENGINE_EVENT,
+            ):
+                data = event.event_specific_data
+                error = getattr(data, "error", None)
+            if error is not None or (event and event.event_type == DagsterEventType.RUN_FAILURE):
+                lines.append(f"{record.user_message}")
+                if error is not None:
+                    lines.append(error.to_string())
+        lines.append(f"daemon log:\n{self.log_tail('daemon')}")
+        return "\n".join(lines)

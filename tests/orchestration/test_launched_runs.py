@@ -1,0 +1,168 @@
+"""Runs launched the way users launch them succeed, with every asset and every check.
+
+One instance directory, one ``dagster-webserver`` and one ``dagster-daemon`` over
+``workspace.yaml`` (see ``dagster_services``) on a generated lake of three landed days; a fourth
+day lands during the module. The tests run in file order, each on what the previous ones built:
+
+1. the schedule's tick for day 1, evaluated and launched as the UI's "Test schedule" does: a
+   partitioned run of ``daily_pipeline``;
+2. a two-day backfill of ``daily_pipeline`` (the job's Partitions tab), days 2 and 3, one run
+   a day in day order;
+3. the landing sensor, switched on: its first tick sees all four days and runs exactly the new
+   day 4, not the days the runs above already ingested from the same files;
+4. ``raw_events`` of day 4 re-materialized alone (the asset page): the automation sensor's run
+   recomputes that day's downstream assets;
+5. a run that fails (a day with no landing files) shows its cause and the step's captured
+   stderr on its run page.
+
+Each run is executed by its own run worker process, which imports the code location as Dagster
+does: a run that dies on start (as every launched run once did, in an import that called
+``sys.exit``) fails here with the run's own error text. This module is also the CI gate for data
+quality: every asset and every asset check of the location, on every day, through that path.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from datetime import UTC, date, datetime, timedelta
+
+import pytest
+from dagster import DagsterRunStatus, RunsFilter
+from dagster_services import DagsterServices
+
+from profile_assets.definitions import defs
+from profile_store.generator.lake import generate_lake
+
+DAYS = ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"]
+NOT_LANDED = "2026-11-05"
+EVENTS_PER_DAY = 5_000
+
+GRAPH = defs.get_repository_def().asset_graph
+EVERY_ASSET = {key.to_user_string() for key in GRAPH.get_all_asset_keys()}
+DOWNSTREAM_OF_RAW_EVENTS = EVERY_ASSET - {"raw_events"}
+
+
+@pytest.fixture(scope="module")
+def dagster(tmp_path_factory):
+    """Webserver and daemon over days 1-3 landed; day 4 generated but held back."""
+    generated = tmp_path_factory.mktemp("generated")
+    generate_lake(
+        generated, len(DAYS), EVENTS_PER_DAY, seed=5, start_date=date.fromisoformat(DAYS[0])
+    )
+    lake = tmp_path_factory.mktemp("lake")
+    (lake / "landing").mkdir()
+    shutil.copytree(generated / "ground_truth", lake / "ground_truth")
+    for day in DAYS[:3]:
+        shutil.copytree(generated / "landing" / f"date={day}", lake / "landing" / f"date={day}")
+    services = DagsterServices(
+        tmp_path_factory.mktemp("dagster_home"),
+        {
+            "PROFILES_LAKE_ROOT": str(lake),
+            "PROFILES_HBASE_DATA_DIR": str(tmp_path_factory.mktemp("hbase")),
+            "SPARK_SHUFFLE_PARTITIONS": "2",
+        },
+    )
+    services.held_back = generated / "landing" / f"date={DAYS[3]}"
+    services.lake = lake
+    try:
+        services.start_webserver()
+        # The landing sensor is on by default: off until test 3, so that the runs below are the
+        # ones the tests launch (the sensor must then leave the days they covered alone).
+        services.stop_sensor("landing_sensor")
+        services.start_daemon()
+        yield services
+    finally:
+        services.stop()
+
+
+def assert_complete(dagster: DagsterServices, run_id: str, assets: set[str]) -> None:
+    """The run materialized ``assets`` and every check of them ran and passed."""
+    assert dagster.materialized(run_id) == assets, dagster.explain_run(run_id)
+    checks = dagster.check_outcomes(run_id)
+    expected = {
+        key.name for key in GRAPH.asset_check_keys if key.asset_key.to_user_string() in assets
+    }
+    assert set(checks) == expected
+    assert {name for name, passed in checks.items() if not passed} == set()
+
+
+def test_the_schedules_tick_launches_a_partitioned_daily_run_that_succeeds(dagster):
+    tick_time = datetime.fromisoformat(DAYS[0]).replace(tzinfo=UTC) + timedelta(days=1, hours=3)
+    (request,) = dagster.schedule_tick_run_requests(
+        "daily_pipeline_schedule", tick_time.timestamp()
+    )
+    tags = {tag["key"]: tag["value"] for tag in request["tags"]}
+    assert tags["dagster/partition"] == DAYS[0]
+    run_id = dagster.launch_run_request("daily_pipeline", request)
+    dagster.wait_for_runs(RunsFilter(run_ids=[run_id]), 1)
+    assert_complete(dagster, run_id, EVERY_ASSET)
+
+
+def test_a_two_day_backfill_of_the_daily_job_succeeds_day_by_day(dagster):
+    backfill_id = dagster.launch_job_backfill("daily_pipeline", DAYS[1:3])
+    run_ids = dagster.wait_for_runs(RunsFilter.for_backfill(backfill_id), 2)
+    with dagster.instance() as instance:
+        runs = [instance.get_run_by_id(run_id) for run_id in run_ids]
+        stats = {run.run_id: instance.get_run_stats(run.run_id) for run in runs}
+    in_start_order = sorted(runs, key=lambda run: stats[run.run_id].start_time)
+    assert [run.tags["dagster/partition"] for run in in_start_order] == DAYS[1:3]
+    for run in runs:
+        assert_complete(dagster, run.run_id, EVERY_ASSET)
+
+
+def test_the_landing_sensor_runs_exactly_the_new_day(dagster):
+    shutil.copytree(dagster.held_back, dagster.lake / "landing" / f"date={DAYS[3]}")
+    dagster.start_sensor("landing_sensor")
+    (run_id,) = dagster.wait_for_runs(RunsFilter(tags={"dagster/sensor_name": "landing_sensor"}), 1)
+    with dagster.instance() as instance:
+        assert instance.get_run_by_id(run_id).tags["dagster/partition"] == DAYS[3]
+    assert_complete(dagster, run_id, EVERY_ASSET)
+    ticks = [tick for tick in dagster.sensor_state("landing_sensor")["ticks"] if tick["runKeys"]]
+    (launching,) = ticks
+    assert [key.split(":")[0] for key in launching["runKeys"]] == [DAYS[3]]
+    assert sorted(json.loads(launching["cursor"])) == DAYS
+
+
+def test_raw_events_rematerialized_alone_brings_its_downstream_day_by_automation(dagster):
+    run_id = dagster.launch_asset_run(["raw_events"], DAYS[3])
+    dagster.wait_for_runs(RunsFilter(run_ids=[run_id]), 1)
+    assert dagster.materialized(run_id) == {"raw_events"}
+    # The automation sensor requests the day's downstream assets (for an earlier day also the
+    # trimming and sketches of the later days whose 7-day window holds it, then as a backfill).
+    automation = RunsFilter(tags={"dagster/sensor_name": "automation_sensor"})
+    wanted = {(asset, DAYS[3]) for asset in DOWNSTREAM_OF_RAW_EVENTS}
+    deadline = time.monotonic() + 600
+    while True:
+        run_ids = dagster.wait_for_runs(automation, 1)
+        done = set().union(*(dagster.materialized_partitions(r) for r in run_ids))
+        if wanted <= done:
+            break
+        assert time.monotonic() < deadline, f"automation materialized only {sorted(done)}"
+        time.sleep(2)
+    for automation_run in run_ids:
+        checks = dagster.check_outcomes(automation_run)
+        assert {name for name, passed in checks.items() if not passed} == set()
+    assert {"audience_estimation_error", "identity_quality_check"} <= set().union(
+        *(dagster.check_outcomes(r) for r in run_ids)
+    )
+
+
+def test_no_run_launched_above_failed(dagster):
+    with dagster.instance() as instance:
+        failed = instance.get_runs(
+            filters=RunsFilter(statuses=[DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED])
+        )
+    assert [dagster.explain_run(run.run_id) for run in failed] == []
+
+
+def test_a_failed_run_shows_its_cause_and_its_stderr_on_the_run_page(dagster):
+    run_id = dagster.launch_job_run("daily_pipeline", NOT_LANDED)
+    dagster.wait_for_runs(RunsFilter(run_ids=[run_id]), 1, must_succeed=False)
+    with dagster.instance() as instance:
+        assert instance.get_run_by_id(run_id).status == DagsterRunStatus.FAILURE
+    messages, stderr = dagster.run_page(run_id)
+    cause = f"no landing files for {NOT_LANDED}"
+    assert any(cause in message for message in messages), messages
+    assert cause in stderr
