@@ -12,24 +12,33 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
-from dagster import DagsterInstance
-
-from profile_assets.definitions import defs
-from profile_store.generator import generate_lake
+from profile_store.cli_conventions import iso_date, positive_int
 from profile_store.lake_layout import LANDING
 from resources.lake import LakeResource
 
 DEFAULT_START = date(2026, 11, 1)
+# Small enough for a first result in minutes, long enough for every capability: trimming over
+# a trailing window, incremental identity days with merges, profile compaction, every check.
+DEMO_DAYS = 5
+DEMO_EVENTS_PER_DAY = 20_000
 
 
 def _print(line: str = "") -> None:
     print(line, flush=True)
 
 
-def _run_partition(job, day: str, instance: DagsterInstance) -> dict:
-    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+def _run_partition(job, day: str, instance) -> dict:
+    """One day of ``job`` in this process, printing a line per finished asset and check."""
+    from dagster import colored_console_logger
+
+    from profile_assets.demo_progress import step_progress_logger
+
+    job = job.with_logger_defs(
+        {"console": colored_console_logger, "progress": step_progress_logger()}
+    )
+    loggers = {"console": {"config": {"log_level": "WARNING"}}, "progress": {}}
     result = job.execute_in_process(
-        run_config=quiet, partition_key=day, instance=instance, raise_on_error=False
+        run_config={"loggers": loggers}, partition_key=day, instance=instance, raise_on_error=False
     )
     materialized = {}
     for event in result.get_asset_materialization_events():
@@ -161,10 +170,22 @@ def _print_profiles(lake_root: Path, days: list[date], persons: int = 3) -> None
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--days", type=int, default=7)
-    parser.add_argument("--events-per-day", type=int, default=200_000)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--start-date", type=date.fromisoformat, default=DEFAULT_START)
+    parser.add_argument(
+        "--days", type=positive_int, default=DEMO_DAYS, help="days (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--events-per-day",
+        type=positive_int,
+        default=DEMO_EVENTS_PER_DAY,
+        help="generated events per day (default: %(default)s)",
+    )
+    parser.add_argument("--seed", type=int, default=7, help="generator seed (default: 7)")
+    parser.add_argument(
+        "--start-date",
+        type=iso_date,
+        default=DEFAULT_START,
+        help="first day, YYYY-MM-DD (default: %(default)s)",
+    )
     parser.add_argument(
         "--regenerate", action="store_true", help="Write the sample lake again even if present."
     )
@@ -178,6 +199,12 @@ def main(argv: list[str] | None = None) -> int:
     days = [args.start_date + timedelta(days=i) for i in range(args.days)]
 
     _print("== Ad-tech profile platform: demo on embedded defaults ==")
+    # Dagster, Spark and Great Expectations take seconds to import: the first line comes first.
+    from dagster import DagsterInstance
+
+    from profile_assets.definitions import defs
+    from profile_store.generator import generate_lake
+
     _print(f"lake: {lake_root}   Dagster home: {os.environ.get('DAGSTER_HOME', '(temporary)')}")
     landing_present = all((lake_root / LANDING / f"date={d}" / "_SUCCESS").exists() for d in days)
     if landing_present and not args.regenerate:
@@ -210,8 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     job = defs.resolve_job_def("daily_pipeline")
     failures = 0
     totals = {"clean": 0, "quarantined": 0, "duplicates": 0}
-    for day in days:
+    for number, day in enumerate(days, start=1):
         t0 = time.monotonic()
+        _print(f"    day {number}/{len(days)}  {day}")
         outcome = _run_partition(job, day.isoformat(), instance)
         raw = outcome["assets"].get("raw_events", {})
         failed_checks = [name for name, passed in outcome["checks"].items() if not passed]

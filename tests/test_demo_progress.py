@@ -1,0 +1,49 @@
+"""The demo prints one line per finished asset and per finished check, as each finishes."""
+
+from __future__ import annotations
+
+import io
+
+from dagster import AssetCheckResult, Definitions, asset, asset_check, define_asset_job
+
+from profile_assets.demo_progress import step_progress_logger
+
+
+@asset
+def events() -> int:
+    return 1
+
+
+@asset
+def sketches(events: int) -> int:
+    return events + 1
+
+
+@asset_check(asset=sketches)
+def estimation_error() -> AssetCheckResult:
+    return AssetCheckResult(passed=False)
+
+
+def progress_of_one_run() -> list[str]:
+    out = io.StringIO()
+    job = Definitions(
+        assets=[events, sketches],
+        asset_checks=[estimation_error],
+        jobs=[define_asset_job("two_assets")],
+    ).resolve_job_def("two_assets")
+    job.with_logger_defs({"progress": step_progress_logger(out)}).execute_in_process(
+        run_config={"loggers": {"progress": {}}}, raise_on_error=False
+    )
+    return out.getvalue().splitlines()
+
+
+def test_each_asset_and_each_check_prints_one_line_with_its_seconds_in_finishing_order():
+    lines = progress_of_one_run()
+    assert [line.split()[:-2] for line in lines] == [
+        ["events"],
+        ["sketches"],
+        ["check", "estimation_error", "FAILED"],
+    ]
+    for line in lines:
+        *_, seconds, unit = line.split()
+        assert unit == "s" and float(seconds) >= 0
