@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from datetime import date
 from typing import Any
 
 from thriftpy2.thrift import TException
@@ -38,18 +40,61 @@ class InputError(Exception):
         self.path = path
 
 
+def positive_int(text: str) -> int:
+    """An argument type: a whole number >= 1 (the error says so in words)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text}")
+    return value
+
+
+def share(text: str) -> float:
+    """An argument type: a fraction within [0, 1]."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in [0, 1], got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be within [0, 1], got {text}")
+    return value
+
+
+_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def iso_date(text: str) -> date:
+    """An argument type: a calendar date written YYYY-MM-DD (and no other ISO form)."""
+    try:
+        if not _ISO_DATE.match(text):
+            raise ValueError
+        return date.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a date as YYYY-MM-DD, got {text!r}") from None
+
+
 def add_hbase_options(parser: argparse.ArgumentParser) -> None:
     """The ``--hbase-*`` flags, each overriding one environment variable."""
     group = parser.add_argument_group(
         "HBase", "override the HBASE_THRIFT_* / PROFILES_HBASE_DATA_DIR environment variables"
     )
     group.add_argument("--hbase-host", help="Thrift server host; unset: embedded gateway")
-    group.add_argument("--hbase-port", type=int, help="Thrift server port (default 9090)")
-    group.add_argument("--hbase-transport", choices=TRANSPORTS)
-    group.add_argument("--hbase-protocol", choices=PROTOCOLS)
+    group.add_argument("--hbase-port", type=positive_int, help="Thrift server port (default 9090)")
+    group.add_argument(
+        "--hbase-transport", choices=TRANSPORTS, help="Thrift transport (default buffered)"
+    )
+    group.add_argument(
+        "--hbase-protocol", choices=PROTOCOLS, help="Thrift protocol (default binary)"
+    )
     group.add_argument("--hbase-table-prefix", help="prefix of every table name")
-    group.add_argument("--hbase-pool-size", type=int, help="pooled connections (default 4)")
-    group.add_argument("--hbase-timeout-ms", type=int, help="socket timeout (default: none)")
+    group.add_argument(
+        "--hbase-pool-size", type=positive_int, help="pooled connections (default 4)"
+    )
+    group.add_argument(
+        "--hbase-timeout-ms", type=positive_int, help="socket timeout (default: none)"
+    )
     group.add_argument("--hbase-data-dir", help="embedded gateway's store (default data/hbase)")
 
 

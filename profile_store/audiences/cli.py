@@ -48,7 +48,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    commands = parser.add_subparsers(dest="audience_command", required=True)
+    commands = parser.add_subparsers(dest="audience_command", metavar="COMMAND", required=True)
 
     estimate = commands.add_parser(
         "estimate",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from datetime import date
 from pathlib import Path
 
+from profile_store.cli_conventions import iso_date, positive_int, share
 from profile_store.generator.lake import DEFAULT_START_DATE, DaySummary, generate_lake
 from profile_store.generator.landing import EVENTS_PER_PART
 
@@ -19,24 +19,33 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         "and DIR/ground_truth/.",
     )
     parser.add_argument("--out", type=Path, required=True, help="output directory")
-    parser.add_argument("--days", type=_positive_int, default=7)
-    parser.add_argument("--events-per-day", type=_positive_int, default=200_000)
-    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--days", type=positive_int, default=7, help="days to write (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--events-per-day",
+        type=positive_int,
+        default=200_000,
+        help="events per day before duplicates and malformed rows (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=7, help="random seed; same seed, same lake (default: 7)"
+    )
     parser.add_argument(
         "--start-date",
-        type=date.fromisoformat,
+        type=iso_date,
         default=DEFAULT_START_DATE,
         help="first day, YYYY-MM-DD (default: %(default)s)",
     )
     parser.add_argument(
         "--malformed-share",
-        type=_share,
+        type=share,
         default=0.005,
         help="share of malformed rows per day (default: %(default)s)",
     )
     parser.add_argument(
         "--events-per-part",
-        type=_positive_int,
+        type=positive_int,
         default=EVENTS_PER_PART,
         help="events per landing part file (default: %(default)s)",
     )
@@ -71,17 +80,3 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     return 0
-
-
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text}")
-    return value
-
-
-def _share(text: str) -> float:
-    value = float(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be within [0, 1], got {text}")
-    return value

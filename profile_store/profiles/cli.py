@@ -68,7 +68,7 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
 
 
 def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    commands = parser.add_subparsers(dest="profile_command", required=True)
+    commands = parser.add_subparsers(dest="profile_command", metavar="COMMAND", required=True)
 
     get = _command(commands, "get", "the whole profile as of now", run_get)
     get.add_argument("id", help="a profile (device or cookie) id")
