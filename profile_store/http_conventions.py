@@ -133,7 +133,8 @@ def install_error_handlers(app: FastAPI) -> None:
     async def request_error(_request: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {}
         where = ".".join(str(part) for part in first.get("loc", ()))
-        return error_response(400, "invalid_request", f"{where}: {first.get('msg', 'invalid')}")
+        message = f"{where}: {first.get('msg', 'invalid')}"
+        return error_response(400, "invalid_request", message, where or None)
 
 
 def tenant_dependency(tenants: Tenants) -> Callable[..., Tenant]:

@@ -110,9 +110,10 @@ def run_estimate(args: argparse.Namespace) -> int:
 def format_estimate(answer: AudienceEstimate) -> str:
     """The answer for a human reader, one fact per line."""
     kind = "exact" if answer.exact else "estimated"
+    whole = answer.to_dict()
     lines = [
-        f"audience   {answer.estimate:,.0f} users ({kind})",
-        f"95% range  {answer.lower_95:,.0f} to {answer.upper_95:,.0f}",
+        f"audience   {whole['estimate']:,} users ({kind})",
+        f"95% range  {whole['lower_95']:,} to {whole['upper_95']:,}",
         f"rows read  {answer.rows_read:,}",
         f"time       {answer.elapsed_ms:,.1f} ms",
     ]

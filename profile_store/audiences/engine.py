@@ -20,10 +20,11 @@ mean relative error from 2.3% (unions capped at 2^12) to 0.8%; the estimate stay
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from datetime import date
 
 from datasketches import compact_theta_sketch
@@ -63,7 +64,18 @@ class AudienceEstimate:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The answer as the HTTP API and ``--json`` give it: whole users, the bounds widened to
+        whole users so that they still hold; the unrounded estimate kept beside."""
+        return {
+            "estimate": round(self.estimate),
+            "lower_95": math.floor(self.lower_95),
+            "upper_95": math.ceil(self.upper_95),
+            "estimate_unrounded": self.estimate,
+            "exact": self.exact,
+            "rows_read": self.rows_read,
+            "elapsed_ms": round(self.elapsed_ms, 3),
+            "warnings": list(self.warnings),
+        }
 
 
 def _quote(text: str) -> str:

@@ -34,6 +34,7 @@ from thriftpy2.thrift import TException
 from thriftpy2.transport import TTransportException
 from typing_extensions import TypeAliasType
 
+from profile_store.api_docs import install_offline_docs
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.query import QueryError, leaves
 from profile_store.audiences.tenants import (
@@ -191,9 +192,10 @@ class AudienceEstimateResponse(BaseModel):
         json_schema_extra={
             "examples": [
                 {
-                    "estimate": 48211.7,
-                    "lower_95": 46802.0,
-                    "upper_95": 49660.3,
+                    "estimate": 48212,
+                    "lower_95": 46802,
+                    "upper_95": 49661,
+                    "estimate_unrounded": 48211.7,
                     "exact": False,
                     "rows_read": 64,
                     "elapsed_ms": 12.4,
@@ -203,12 +205,18 @@ class AudienceEstimateResponse(BaseModel):
         }
     )
 
-    estimate: float = Field(description="Estimated number of unique users.")
-    lower_95: float = Field(description="Lower bound, about 95% confidence.")
-    upper_95: float = Field(description="Upper bound, about 95% confidence.")
+    estimate: int = Field(description="Estimated number of unique users, rounded.")
+    lower_95: int = Field(
+        description="Lower bound of the ~95% confidence interval (2 standard deviations), "
+        "rounded down."
+    )
+    upper_95: int = Field(description="Upper bound of the same interval, rounded up.")
+    estimate_unrounded: float = Field(
+        description="The sketch's estimate before rounding (for averaging many answers)."
+    )
     exact: bool = Field(description="True when every set was small enough to count exactly.")
     rows_read: int = Field(description="Sketch rows scanned in HBase.")
-    elapsed_ms: float = Field(description="Time taken by the engine.")
+    elapsed_ms: float = Field(description="Time taken by the engine, in milliseconds.")
     warnings: list[str] = Field(description="Caveats, e.g. too few samples after intersection.")
 
 
@@ -259,7 +267,10 @@ def create_app(
         version=API_VERSION,
         description=DESCRIPTION,
         openapi_tags=[*tags, {"name": "operations", "description": "Service health"}],
+        docs_url=None,
+        redoc_url=None,
     )
+    install_offline_docs(app)
     install_error_handlers(app)
     current_tenant = tenant_dependency(tenants)
     if profiles is not None:

@@ -170,9 +170,9 @@ def run_segments(args: argparse.Namespace) -> int:
         )
     return _answer(
         args,
-        lambda reader: reader.segments_many(args.ids, key_type=args.key_type),
-        lambda answers: {"segments": answers},
-        format_segments,
+        lambda reader: reader.segments_batch(args.ids, key_type=args.key_type),
+        asdict,
+        lambda batch: format_segments(batch.segments, unknown=batch.unknown),
     )
 
 
@@ -230,14 +230,17 @@ def _segment_lines(segments: dict[str, int]) -> list[str]:
 
 
 def format_segments(
-    answers: dict[str, dict[str, int]], profile: str | None = None, id: str | None = None
+    answers: dict[str, dict[str, int]],
+    profile: str | None = None,
+    id: str | None = None,
+    unknown: list[str] | None = None,
 ) -> str:
     """Each id's live segments; for one id read through a lookup, the profile that answered."""
     lines = []
     for asked, segments in answers.items():
         via = f" (via {profile})" if profile is not None and profile != id else ""
         lines.append(f"{asked}{via}")
-        lines += _segment_lines(segments)
+        lines += ["  (unknown id)"] if asked in (unknown or ()) else _segment_lines(segments)
     return "\n".join(lines)
 
 

@@ -12,11 +12,11 @@
 Authentication is the audience API's ``X-API-Key``: tenants own apps, not people, so any valid
 tenant key may read profiles; a missing or unknown key is 401. Errors have the service's one
 body (``http_conventions``): 400 ``invalid_request`` (a parameter or body out of bounds; the
-message names it), 401, 404 ``unknown_profile`` (a single id asked for has no row; the batch maps
-unknown ids to empty segments instead), 502 ``hbase_error`` / ``corrupt_row``, 503
-``hbase_unavailable``. The connection check lives at ``/v1/connected`` so that no profile id
-(not even ``connected``) is shadowed under ``/v1/profiles/``; ids containing ``/`` cannot be
-path parameters and are read with the batch endpoint.
+message names it), 401, 404 ``unknown_profile`` (a single id asked for has no row; the batch
+maps unknown ids to empty segments and lists them in ``unknown``), 502 ``hbase_error`` /
+``corrupt_row``, 503 ``hbase_unavailable``. The connection check lives at ``/v1/connected``
+so that no profile id (not even ``connected``) is shadowed under ``/v1/profiles/``; ids
+containing ``/`` cannot be path parameters and are read with the batch endpoint.
 """
 
 import contextlib
@@ -126,7 +126,8 @@ class SegmentsBatchRequest(BaseModel):
 
 
 class SegmentsBatchResponse(BaseModel):
-    """Live segments per id asked (each once); an unknown id maps to `{}`."""
+    """Live segments per id asked (each once); an unknown id maps to `{}` and is listed in
+    `unknown`, so that it can be told from a known id without live segments."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -136,13 +137,17 @@ class SegmentsBatchResponse(BaseModel):
                         "cookie-91c2": SEGMENTS_EXAMPLE,
                         "gaid-0b7e": SEGMENTS_EXAMPLE,
                         "idfa-unknown": {},
-                    }
+                    },
+                    "unknown": ["idfa-unknown"],
                 }
             ]
         }
     )
 
     segments: dict[str, dict[str, int]]
+    unknown: list[str] = Field(
+        description="Ids with no profile row (nor, with `key_type`, a lookup row naming one)."
+    )
 
 
 class EdgeResponse(BaseModel):
@@ -220,12 +225,19 @@ class MastersResponse(BaseModel):
 
 @contextlib.contextmanager
 def _answering(action: str, body_field: bool = False) -> Iterator[None]:
-    """Reader failures as API errors: bad input 400, undecodable row 502, HBase 502/503."""
+    """Reader failures as API errors: bad input 400, undecodable row 502, HBase 502/503.
+
+    A 400's ``path`` locates the value as FastAPI's own parameter errors do: ``$.field`` in the
+    body, ``path.id`` for the id in the URL, ``query.name`` for a query parameter.
+    """
     try:
         with hbase_failures(action):
             yield
     except InvalidRequest as exc:
-        path = f"$.{exc.field}" if body_field else None
+        if body_field:
+            path = f"$.{exc.field}"
+        else:
+            path = f"path.{exc.field}" if exc.field == "id" else f"query.{exc.field}"
         raise ApiError(400, "invalid_request", str(exc), path) from None
     except CorruptRow as exc:
         raise ApiError(502, "corrupt_row", f"a row does not decode: {exc}") from None
@@ -317,8 +329,8 @@ def profile_router(reader: ProfileReader, current_tenant: Callable[..., Tenant])
     ) -> SegmentsBatchResponse:
         request = _batch_request(body)
         with _answering("a batch segments read", body_field=True):
-            answers = reader.segments_many(request.ids, key_type=request.key_type)
-        return SegmentsBatchResponse(segments=answers)
+            batch = reader.segments_batch(request.ids, key_type=request.key_type)
+        return SegmentsBatchResponse(segments=batch.segments, unknown=batch.unknown)
 
     @router.get(
         CONNECTED_PATH,

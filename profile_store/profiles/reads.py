@@ -7,7 +7,7 @@ round trips (sequential requests), and every method says how many it makes:
 | --- | --- |
 | ``segments(id)`` | 1 (``p|id``) |
 | ``segments(id, key_type=t)`` | 1 if ``p|id`` exists, else 2 (``l|t|id`` then ``p|master``) |
-| ``segments_many(ids)`` | 1 for up to ``MAX_IDS`` ids; 2 with a ``key_type`` and an alternate id |
+| ``segments_many(ids)``, ``segments_batch`` | 1 for up to ``MAX_IDS`` ids; 2 with a ``key_type`` |
 | ``connected(a, b)`` | 1 (``p|a``, ``p|b`` and ``e|a|b`` in one multi-get) |
 | ``linked_profiles(id)``, ``profile(id)`` | 1 |
 | ``masters(page_size)`` | 3-4 (open, fetch, close a server-filtered scanner) |
@@ -112,6 +112,14 @@ class ProfileSegments:
     profile: str  # the row that answered: ``id`` itself, or the master an alternate id names
     via_lookup: bool
     segments: dict[str, int]  # segment -> expiry ms, sorted by segment
+
+
+@dataclass(frozen=True)
+class SegmentsBatch:
+    """The live segments read for many ids, and which of them are unknown."""
+
+    segments: dict[str, dict[str, int]]  # every id asked, once, in order; unknown ids: {}
+    unknown: list[str]  # no profile row (nor, with a key type, a lookup row naming one)
 
 
 @dataclass(frozen=True)
@@ -248,11 +256,20 @@ class ProfileReader:
     ) -> dict[str, dict[str, int]]:
         """Live segments per id (each id once, in the given order); unknown ids map to ``{}``.
 
+        ``segments_batch`` without the list of unknown ids: what a bidder needs.
+        """
+        return self.segments_batch(ids, key_type, now_ms).segments
+
+    def segments_batch(
+        self, ids: Sequence[str], key_type: str | None = None, now_ms: int | None = None
+    ) -> SegmentsBatch:
+        """Live segments per id (each id once, in the given order), and the unknown ids.
+
         One round trip (one multi-get) for up to ``MAX_IDS`` profile ids: a bidder's batch of 25
         costs what a single read does. With ``key_type``, lookup rows are read in that same trip
         and the masters of the alternate ids among ``ids`` in a second one (seed 004's "at most
         two sequential reads"). An unknown id and a profile without live segments both map to
-        ``{}``: a bidder treats them alike; ``segments`` tells them apart.
+        ``{}`` (a bidder treats them alike); ``unknown`` tells them apart.
         """
         unique = _check_ids(ids)
         _check_optional_id("key_type", key_type)
@@ -275,7 +292,8 @@ class ProfileReader:
                 for i, key in via.items():
                     if _is_profile(masters.get(key)):
                         answers[i] = _live_row_segments(key, masters[key], now)
-        return {i: answers.get(i, {}) for i in unique}
+        segments = {i: answers.get(i, {}) for i in unique}
+        return SegmentsBatch(segments, [i for i in unique if i not in answers])
 
     def connected(self, a: str, b: str) -> Connection:
         """Whether ``a`` and ``b`` are one person, for any two profile ids. 1 round trip.

@@ -64,6 +64,7 @@ def test_estimate_json_reads_the_query_from_stdin(hbase_flags, capsys, monkeypat
         "estimate",
         "lower_95",
         "upper_95",
+        "estimate_unrounded",
         "exact",
         "rows_read",
         "elapsed_ms",

@@ -315,3 +315,28 @@ def test_tenant_config_errors_name_the_json_path(config, message):
     with pytest.raises(TenantConfigError) as raised:
         Tenants.from_config(config)
     assert str(raised.value).startswith(message)
+
+
+def test_the_docs_page_loads_swagger_ui_from_the_service_itself(client):
+    page = client.get("/docs")
+    assert page.status_code == 200
+    assert "cdn." not in page.text and "https://" not in page.text
+    for asset in ("/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css"):
+        assert asset in page.text
+        served = client.get(asset)
+        assert served.status_code == 200 and len(served.content) > 10_000
+
+
+def test_the_root_address_leads_to_the_docs(client):
+    response = client.get("/", follow_redirects=False)
+    assert response.status_code in (307, 308)
+    assert response.headers["location"] == "/docs"
+
+
+def test_an_estimate_is_in_whole_users_with_bounds_widened_to_whole_users():
+    from profile_store.audiences.engine import AudienceEstimate
+
+    answer = AudienceEstimate(5221.4, 5100.36, 5350.2, False, 3, 1.23456).to_dict()
+    assert (answer["estimate"], answer["lower_95"], answer["upper_95"]) == (5221, 5100, 5351)
+    assert answer["estimate_unrounded"] == 5221.4
+    assert all(type(answer[k]) is int for k in ("estimate", "lower_95", "upper_95"))

@@ -81,14 +81,17 @@ def test_segments_of_one_id_is_json_with_the_answering_profile(hbase_flags, caps
 def test_segments_of_several_ids_is_the_batch_read(hbase_flags, capsys):
     code, body = run_json(capsys, "segments", A2, B2, "cookie-nobody", *hbase_flags)
     assert code == 0
-    assert body == {"segments": {A2: LIVE_A2, B2: LIVE_B, "cookie-nobody": {}}}
+    assert body == {
+        "segments": {A2: LIVE_A2, B2: LIVE_B, "cookie-nobody": {}},
+        "unknown": ["cookie-nobody"],
+    }
 
 
 def test_segments_readable_lists_each_id_and_its_segments(hbase_flags, capsys):
     assert cli.main(["segments", B1, "cookie-nobody", *hbase_flags]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[0] == B1 and out[1].startswith("  news  until ")
-    assert out[2:] == ["cookie-nobody", "  (no live segments)"]
+    assert out[2:] == ["cookie-nobody", "  (unknown id)"]
 
 
 def test_connected_json_for_two_non_masters(hbase_flags, capsys):
@@ -211,7 +214,7 @@ def test_serve_answers_profile_and_audience_routes_and_stops_on_sigterm(served):
     batch = httpx.post(
         f"{url}/v1/profiles/segments", json={"ids": [A1, B1]}, headers=headers, timeout=30
     )
-    assert batch.json() == {"segments": {A1: LIVE_A, B1: LIVE_B}}
+    assert batch.json() == {"segments": {A1: LIVE_A, B1: LIVE_B}, "unknown": []}
     paths = httpx.get(f"{url}/openapi.json", timeout=30).json()["paths"]
     assert {"/v1/audiences/estimate", "/v1/health", "/v1/profiles/{id}"} <= set(paths)
     process.send_signal(signal.SIGTERM)

@@ -95,11 +95,14 @@ def test_segments_of_an_alternate_id_come_through_the_lookup(client):
     assert (body["profile"], body["via_lookup"], body["segments"]) == (A1, True, LIVE_A)
 
 
-def test_the_batch_maps_each_id_to_its_segments_and_unknown_ids_to_none(client):
+def test_the_batch_maps_each_id_to_its_segments_and_lists_the_unknown_ids(client):
     ids = [A1, B2, "cookie-nobody"]
     response = client.post("/v1/profiles/segments", json={"ids": ids}, headers=HEADERS)
     assert response.status_code == 200
-    assert response.json() == {"segments": {A1: LIVE_A, B2: LIVE_B, "cookie-nobody": {}}}
+    assert response.json() == {
+        "segments": {A1: LIVE_A, B2: LIVE_B, "cookie-nobody": {}},
+        "unknown": ["cookie-nobody"],
+    }
 
 
 def test_connected_is_200_for_two_non_masters_of_one_person(client):
@@ -181,16 +184,21 @@ def test_an_unknown_route_is_404_with_the_error_body(client):
 
 
 @pytest.mark.parametrize(
-    ("path", "params", "message"),
+    ("path", "params", "message", "where"),
     [
-        (f"/v1/profiles/{A1}/linked", {"limit": 0}, "query.limit: "),
-        (f"/v1/profiles/{A1}/linked", {"limit": "many"}, "query.limit: "),
-        ("/v1/masters", {"page_size": 0}, "query.page_size: "),
-        ("/v1/masters", {"after": ""}, "after: must be a non-empty string"),
-        ("/v1/connected", {"a": A1}, "query.b: "),
-        ("/v1/connected", {"a": A1, "b": ""}, "b: must be a non-empty string"),
-        (f"/v1/profiles/{A1}/segments", {"key_type": ""}, "key_type: must be a non-empty"),
-        ("/v1/profiles/" + "x" * 1100, {}, "id: must be at most 1024 bytes"),
+        (f"/v1/profiles/{A1}/linked", {"limit": 0}, "query.limit: ", "query.limit"),
+        (f"/v1/profiles/{A1}/linked", {"limit": "many"}, "query.limit: ", "query.limit"),
+        ("/v1/masters", {"page_size": 0}, "query.page_size: ", "query.page_size"),
+        ("/v1/masters", {"after": ""}, "after: must be a non-empty string", "query.after"),
+        ("/v1/connected", {"a": A1}, "query.b: ", "query.b"),
+        ("/v1/connected", {"a": A1, "b": ""}, "b: must be a non-empty string", "query.b"),
+        (
+            f"/v1/profiles/{A1}/segments",
+            {"key_type": ""},
+            "key_type: must be a non-empty",
+            "query.key_type",
+        ),
+        ("/v1/profiles/" + "x" * 1100, {}, "id: must be at most 1024 bytes", "path.id"),
     ],
     ids=[
         "limit-0",
@@ -203,11 +211,12 @@ def test_an_unknown_route_is_404_with_the_error_body(client):
         "long-id",
     ],
 )
-def test_bad_parameters_are_400_naming_the_parameter(client, path, params, message):
+def test_bad_parameters_are_400_naming_the_parameter(client, path, params, message, where):
     response = get(client, path, **params)
     assert response.status_code == 400
     body = response.json()
     assert body["error"] == "invalid_request" and body["message"].startswith(message)
+    assert body["path"] == where
 
 
 @pytest.mark.parametrize(

@@ -129,6 +129,13 @@ def test_a_batch_maps_unknown_ids_to_empty_segments_and_repeats_to_one_entry(rea
     assert answers == {"cookie-nobody": {}, B1: LIVE_B}
 
 
+def test_a_batch_tells_an_unknown_id_from_a_known_id_without_live_segments(reader):
+    years_later = NOW + 10 * 365 * 86_400_000  # every segment has expired by then
+    batch = reader.segments_batch([A1, "cookie-nobody"], now_ms=years_later)
+    assert batch.segments == {A1: {}, "cookie-nobody": {}}
+    assert batch.unknown == ["cookie-nobody"]
+
+
 def test_a_batch_with_alternate_ids_costs_two_round_trips(counted_reader):
     reader, calls = counted_reader
     ids = [ANN_EMAIL, MEMBER_B, A3, STALE_EMAIL, "nobody"]
