@@ -43,6 +43,42 @@ def s3_endpoint() -> Iterator[str]:
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def headless_dom() -> Callable[[str], str]:
+    """The DOM of a page after its scripts ran, rendered by Debian's chromium (headless).
+
+    Only loopback is reachable for the browser (every other host resolves to nothing), so a page
+    that needs the internet renders empty here.
+    """
+    import shutil
+
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
+
+    def render(url: str) -> str:
+        completed = subprocess.run(
+            [
+                browser,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-dev-shm-usage",
+                "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1",
+                "--virtual-time-budget=15000",
+                "--dump-dom",
+                url,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert completed.returncode == 0, completed.stderr[-2000:]
+        return completed.stdout
+
+    return render
+
+
 @pytest.fixture
 def serve_process(tmp_path) -> Iterator[Callable[[list[str]], tuple[str, subprocess.Popen]]]:
     """Start a serve command (with ``--port 0``) as a real process; returns its URL and process.

@@ -219,3 +219,13 @@ def test_serve_answers_profile_and_audience_routes_and_stops_on_sigterm(served):
     assert {"/v1/audiences/estimate", "/v1/health", "/v1/profiles/{id}"} <= set(paths)
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == 0
+
+
+def test_the_served_docs_page_renders_every_route_in_a_browser_without_internet(
+    served, headless_dom
+):
+    url, _ = served
+    dom = headless_dom(f"{url}/")  # the root leads to /docs
+    assert "swagger-ui" in dom and "opblock" in dom
+    for route in ("/v1/audiences/estimate", "/v1/profiles/segments", "/v1/health"):
+        assert route in dom
