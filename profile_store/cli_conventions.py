@@ -15,12 +15,14 @@ import json
 import re
 import sys
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from thriftpy2.thrift import TException
 
 from profile_store.hbase_client import PROTOCOLS, TRANSPORTS, HBaseSettings
 from profile_store.hbase_gateway.process import GatewayStartError
+from profile_store.hbase_gateway.store import DB_FILE
 
 EXIT_OK = 0
 EXIT_FAILURE = 1  # HBase unusable, or the server could not start
@@ -38,6 +40,44 @@ class InputError(Exception):
         self.error = error
         self.message = message
         self.path = path
+
+
+class MissingTable(Exception):
+    """The table a command reads is not in the HBase the settings point at."""
+
+
+def missing_table_message(settings: HBaseSettings, table: str) -> str:
+    """Where the table was looked for, and how to point the command elsewhere."""
+    if settings.embedded:
+        where = f"the embedded HBase store at {Path(settings.data_dir).resolve()}"
+        how = (
+            "run the command from the repository root after `make demo`, or point "
+            "--hbase-data-dir (PROFILES_HBASE_DATA_DIR) at the store the assets wrote, or "
+            "--hbase-host (HBASE_THRIFT_HOST) at a Thrift server"
+        )
+    else:
+        prefix = f" with table prefix {settings.table_prefix!r}" if settings.table_prefix else ""
+        where = f"the HBase Thrift server at {settings.host}:{settings.port}{prefix}"
+        how = (
+            "materialize the assets against it, or point --hbase-host / --hbase-table-prefix "
+            "at the HBase that holds the table"
+        )
+    return f"no {table!r} table in {where}; {how}"
+
+
+def require_table_store(settings: HBaseSettings, table: str) -> None:
+    """Refuse to read from an embedded store that does not exist yet.
+
+    Starting the gateway there would create an empty store (a stray ``data/hbase`` wherever the
+    command was run) only to answer "table not found".
+    """
+    if settings.embedded and not (Path(settings.data_dir) / DB_FILE).exists():
+        raise MissingTable(missing_table_message(settings, table))
+
+
+def is_table_not_found(exc: BaseException) -> bool:
+    """HBase's (and the gateway's) answer for a table that does not exist."""
+    return "TableNotFoundException" in str(exc)
 
 
 def positive_int(text: str) -> int:
@@ -96,6 +136,21 @@ def add_hbase_options(parser: argparse.ArgumentParser) -> None:
         "--hbase-timeout-ms", type=positive_int, help="socket timeout (default: none)"
     )
     group.add_argument("--hbase-data-dir", help="embedded gateway's store (default data/hbase)")
+
+
+def shorten_usage(parser: argparse.ArgumentParser) -> None:
+    """The usage line without the eight ``--hbase-*`` flags: ``[HBase options]`` stands for them
+    (``--help`` still lists each one). Call once every argument is added."""
+
+    def usage_of(actions: list[argparse.Action]) -> str:
+        formatter = parser._get_formatter()
+        formatter.add_usage(None, actions, [], prefix="")
+        return " ".join(formatter.format_help().split())
+
+    shown = [action for action in parser._actions if not action.dest.startswith("hbase_")]
+    options = usage_of([action for action in shown if action.option_strings])
+    positionals = usage_of([action for action in shown if not action.option_strings])
+    parser.usage = f"{options} [HBase options]{positionals.removeprefix(parser.prog)}"
 
 
 def add_json_option(parser: argparse.ArgumentParser) -> None:

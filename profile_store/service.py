@@ -32,6 +32,7 @@ from profile_store.cli_conventions import (
     InputError,
     add_hbase_options,
     settings_from_args,
+    shorten_usage,
 )
 from profile_store.hbase_client import hbase_pool, sketch_table_opener, table_opener
 from profile_store.profiles.reads import ProfileReader
@@ -66,6 +67,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     )
     parser.add_argument("--log-level", default="info", help="logging level (default %(default)s)")
     add_hbase_options(parser)
+    shorten_usage(parser)
     parser.set_defaults(func=run_serve)
     return parser
 

@@ -22,6 +22,7 @@ from typing import Any
 from profile_store import service
 from profile_store.audiences.engine import AudienceEngine, AudienceEstimate
 from profile_store.audiences.query import QueryError
+from profile_store.audiences.sketch_table import SKETCH_TABLE
 from profile_store.audiences.tenants import admissible_query
 from profile_store.cli_conventions import (
     EXIT_FAILURE,
@@ -29,10 +30,15 @@ from profile_store.cli_conventions import (
     EXIT_OK,
     HBASE_FAILURES,
     InputError,
+    MissingTable,
     add_hbase_options,
     add_json_option,
     fail,
+    is_table_not_found,
+    missing_table_message,
+    require_table_store,
     settings_from_args,
+    shorten_usage,
 )
 from profile_store.hbase_client import hbase_pool, sketch_table_opener
 
@@ -59,6 +65,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     estimate.add_argument("query", metavar="FILE|-", help="the query JSON file; - reads stdin")
     add_json_option(estimate)
     add_hbase_options(estimate)
+    shorten_usage(estimate)
     estimate.set_defaults(func=run_estimate)
 
     service.configure_parser(
@@ -88,17 +95,24 @@ def read_query(source: str) -> Any:
 
 
 def run_estimate(args: argparse.Namespace) -> int:
+    settings = None
     try:
         tree = read_query(args.query)
         admissible_query(tree)  # a wrong query fails before any HBase work starts
         settings = settings_from_args(args)
+        require_table_store(settings, SKETCH_TABLE)
         with hbase_pool(settings) as pool:
             answer = AudienceEngine(sketch_table_opener(pool)).estimate(tree)
+    except MissingTable as exc:
+        return fail(args, EXIT_FAILURE, "table_not_found", str(exc))
     except QueryError as exc:
         return fail(args, EXIT_INPUT, "invalid_query", exc.problem, exc.path)
     except InputError as exc:
         return fail(args, EXIT_INPUT, exc.error, exc.message, exc.path)
     except HBASE_FAILURES as exc:
+        if settings is not None and is_table_not_found(exc):
+            message = missing_table_message(settings, SKETCH_TABLE)
+            return fail(args, EXIT_FAILURE, "table_not_found", message)
         return fail(args, EXIT_FAILURE, "hbase_unavailable", f"HBase: {exc}")
     if args.as_json:
         print(json.dumps(answer.to_dict()))

@@ -2,7 +2,7 @@
 
 ```
 profiles profile get ID                          # the whole profile as of now
-profiles profile segments ID [ID...] [--key-type hashed_email]
+profiles profile segments ID [ID...] [--key-type email_sha256]
 profiles profile connected ID1 ID2
 profiles profile linked ID [--limit 20]
 profiles profile masters [--page-size 100] [--after TOKEN]
@@ -32,10 +32,15 @@ from profile_store.cli_conventions import (
     EXIT_OK,
     HBASE_FAILURES,
     InputError,
+    MissingTable,
     add_hbase_options,
     add_json_option,
     fail,
+    is_table_not_found,
+    missing_table_message,
+    require_table_store,
     settings_from_args,
+    shorten_usage,
 )
 from profile_store.hbase_client import hbase_pool, table_opener
 from profile_store.profiles.reads import (
@@ -79,7 +84,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     segments.add_argument("ids", nargs="+", metavar="ID", help="profile ids (or alternate ids)")
     segments.add_argument(
         "--key-type",
-        help="also accept the ids as alternate ids of this type (e.g. hashed_email, member_id)",
+        help="also accept the ids as alternate ids of this type: member_id (a login) or "
+        "email_sha256 (a hashed email) with the default bridging rules, or another alt_ids "
+        "type that identity_edges is configured to bridge on",
     )
 
     connected = _command(commands, "connected", "whether two ids are one person", run_connected)
@@ -103,6 +110,8 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     )
     purge.add_argument("--max-rows", type=int, help="stop after this many rows (default: all)")
     purge.add_argument("--after", help="start after this profile id (a stopped purge's token)")
+    for command in commands.choices.values():
+        shorten_usage(command)
     return parser
 
 
@@ -126,10 +135,14 @@ def _answer(
     readable: Callable[[Any], str],
 ) -> int:
     """Run ``read`` against HBase and print its answer; failures become exit codes."""
+    settings = None
     try:
         settings = settings_from_args(args)
+        require_table_store(settings, PROFILE_TABLE)
         with hbase_pool(settings) as pool:
             answer = read(ProfileReader(table_opener(pool, PROFILE_TABLE)))
+    except MissingTable as exc:
+        return fail(args, EXIT_FAILURE, "table_not_found", str(exc))
     except InvalidRequest as exc:
         return fail(args, EXIT_INPUT, "invalid_request", str(exc))
     except InputError as exc:
@@ -139,6 +152,9 @@ def _answer(
     except CorruptRow as exc:
         return fail(args, EXIT_FAILURE, "corrupt_row", f"a row does not decode: {exc}")
     except HBASE_FAILURES as exc:
+        if settings is not None and is_table_not_found(exc):
+            message = missing_table_message(settings, PROFILE_TABLE)
+            return fail(args, EXIT_FAILURE, "table_not_found", message)
         return fail(args, EXIT_FAILURE, "hbase_unavailable", f"HBase: {exc}")
     print(json.dumps(as_json(answer)) if args.as_json else readable(answer))
     return EXIT_OK

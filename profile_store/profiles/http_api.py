@@ -97,7 +97,7 @@ class SegmentsResponse(BaseModel):
             "examples": [
                 {
                     "id": "5d41402abc4b2a76b9719d911017c592",
-                    "key_type": "hashed_email",
+                    "key_type": "email_sha256",
                     "profile": "cookie-91c2",
                     "via_lookup": True,
                     "segments": SEGMENTS_EXAMPLE,
@@ -298,9 +298,10 @@ def profile_router(reader: ProfileReader, current_tenant: Callable[..., Tenant])
         key_type: Annotated[
             str | None,
             Query(
-                description="Also accept `id` as an alternate id of this type (e.g. "
-                "`hashed_email`, `member_id`): a profile row wins, else the lookup row names "
-                "the master."
+                description="Also accept `id` as an alternate id of this type: `member_id` "
+                "(a login) or `email_sha256` (a hashed email) with the default bridging rules, "
+                "or another `alt_ids` type identity_edges bridges on. A profile row wins, else "
+                "the lookup row names the master."
             ),
         ] = None,
     ) -> SegmentsResponse:

@@ -1,0 +1,102 @@
+"""The ``profiles`` command line as a new user meets it: words, not Python names."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from profile_store import cli
+from profile_store.hbase_gateway.process import EmbeddedGateway
+
+QUERY = Path(__file__).resolve().parents[1] / "examples" / "audience_query.json"
+
+
+def run(*argv: str, cwd=None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "profile_store.cli", *argv],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def test_version_prints_the_installed_release(capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out.strip() == f"profiles {version('adtech-profiles')}"
+
+
+def test_a_mistyped_command_suggests_the_closest_one(capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["profle", "get", "x"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown command 'profle'" in err and "did you mean 'profile'?" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["generate", "--out", "x", "--days", "two"], "expected a whole number, got 'two'"),
+        (["generate", "--out", "x", "--days", "0"], "must be at least 1, got 0"),
+        (["generate", "--out", "x", "--start-date", "2026-13-01"], "expected a date as YYYY-MM-DD"),
+        (["generate", "--out", "x", "--start-date", "20261101"], "expected a date as YYYY-MM-DD"),
+        (["profile", "get", "x", "--hbase-port", "-1"], "must be at least 1, got -1"),
+    ],
+)
+def test_a_bad_option_value_is_explained_in_words(capsys, argv, words):
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    err = capsys.readouterr().err
+    assert words in err
+    assert "_positive_int" not in err and "fromisoformat" not in err
+
+
+def test_every_generate_option_has_a_help_text_with_its_default(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["generate", "--help"])
+    out = " ".join(capsys.readouterr().out.split())
+    for option in ("--days", "--events-per-day", "--seed", "--start-date", "--malformed-share"):
+        assert option in out
+    assert out.count("(default") >= 6
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["profile", "segments", "--help"],
+        ["profile", "get", "--help"],
+        ["audience", "estimate", "-h"],
+    ],
+)
+def test_usage_lines_stand_one_placeholder_for_the_hbase_flags(capsys, argv):
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+    out = capsys.readouterr().out
+    usage = out.split("\n\n")[0]
+    assert "[HBase options]" in usage and "--hbase-" not in usage
+    assert "--hbase-data-dir" in out  # still explained in the help
+
+
+def test_a_read_outside_the_repository_says_where_it_looked_and_creates_nothing(tmp_path):
+    result = run("profile", "get", "cookie-1", cwd=tmp_path)
+    assert result.returncode == 1
+    assert f"no 'profiles' table in the embedded HBase store at {tmp_path}/data/hbase" in (
+        result.stderr
+    )
+    assert "--hbase-data-dir" in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_store_without_the_table_is_named_with_how_to_point_elsewhere(tmp_path, capsys):
+    EmbeddedGateway(tmp_path).start().stop()  # a store that holds no table
+    code = cli.main(["audience", "estimate", str(QUERY), "--hbase-data-dir", str(tmp_path)])
+    assert code == 1
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: no 'sketches' table in the embedded HBase store at {tmp_path}")
