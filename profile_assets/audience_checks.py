@@ -26,6 +26,17 @@ from profile_store.lake_layout import AUDIENCE_SKETCHES, TRIMMED_ATTRIBUTES, day
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource
 
+ACCURACY_LEGEND = """\
+| key | meaning |
+| --- | --- |
+| `mean_error_pct` | mean of abs(estimate - exact) / exact over the queries, in percent |
+| `queries_under_1pct_error_pct` | percent of the queries whose error is below 1% |
+| `queries_under_10pct_error_pct` | percent of the queries whose error is below 10% |
+| `bounds_hold_pct` | percent of the queries whose 95% bounds contain the exact answer |
+| `exact_answers_pct` | percent answered exactly (every sketch below its capacity) |
+| `max_...` / `min_...` | the bar the value before it must meet (check config) |
+"""
+
 
 class EstimationErrorConfig(Config):
     queries: int = Field(default=200, description="Generated query trees to evaluate.")
@@ -89,11 +100,16 @@ def audience_estimation_error(
         metadata={
             "queries": report.queries,
             "days_queried": f"{days[0]}..{days[-1]} ({len(days)} days)",
+            # Every share is a percent (suffix _pct), each followed by the bar it must meet.
             "mean_error_pct": round(report.mean_error * 100, 3),
-            "share_under_1pct": round(report.share_under_1pct, 4),
-            "share_under_10pct": round(report.share_under_10pct, 4),
-            "bounds_coverage_95": round(report.bounds_coverage, 4),
-            "exact_answers_share": round(report.exact_answers, 4),
+            "max_mean_error_pct": config.max_mean_error * 100,
+            "queries_under_1pct_error_pct": round(report.share_under_1pct * 100, 2),
+            "min_queries_under_1pct_error_pct": config.min_share_under_1pct * 100,
+            "queries_under_10pct_error_pct": round(report.share_under_10pct * 100, 2),
+            "min_queries_under_10pct_error_pct": config.min_share_under_10pct * 100,
+            "bounds_hold_pct": round(report.bounds_coverage * 100, 2),
+            "min_bounds_hold_pct": config.min_bounds_coverage * 100,
+            "exact_answers_pct": round(report.exact_answers * 100, 2),
             "error_percentiles_pct": MetadataValue.json(
                 {
                     "p50": round(report.p50_error * 100, 3),
@@ -102,6 +118,7 @@ def audience_estimation_error(
                     "max": round(report.max_error * 100, 3),
                 }
             ),
+            "legend": MetadataValue.md(ACCURACY_LEGEND),
             "query_latency_ms": MetadataValue.json(
                 {
                     "p50": round(float(np.percentile(run.latencies_ms, 50)), 2),

@@ -258,18 +258,18 @@ def main(argv: list[str] | None = None) -> int:
         edges = outcome["assets"].get("identity_edges", {})
         components = outcome["assets"].get("identity_components", {})
         _print(
-            f"        identity: {edges.get('dagster/row_count', 0):>7,} edges  "
-            f"{edges.get('quarantined_keys', 0):>4,} keys quarantined  "
-            f"{components.get('components', 0):>7,} components ({components.get('mode', '?')}, "
-            f"{components.get('profiles_touched', 0):,} profiles touched, "
-            f"{components.get('merges', 0):,} merges)"
+            f"        identity: {edges.get('dagster/row_count', 0):>7,} graph edges from the day, "
+            f"{edges.get('quarantined_keys', 0):,} keys quarantined; "
+            f"{components.get('components', 0):,} persons with 2+ ids "
+            f"({components.get('mode', '?')}: {components.get('profiles_touched', 0):,} ids "
+            f"recomputed, {components.get('merges', 0):,} persons merged)"
         )
         profiles = outcome["assets"].get("compacted_profiles", {})
         _print(
-            f"        profiles: {profiles.get('dagster/row_count', 0):>7,} rows rewritten in "
-            f"{profiles.get('components_rewritten', 0):,} components "
-            f"({profiles.get('mode', '?')}), {profiles.get('lookup_rows_written', 0):,} lookups, "
-            f"{profiles.get('edge_rows_written', 0):,} edges"
+            f"        profiles: {profiles.get('dagster/row_count', 0):>7,} profile rows rewritten "
+            f"for {profiles.get('components_rewritten', 0):,} persons "
+            f"({profiles.get('mode', '?')}), {profiles.get('lookup_rows_written', 0):,} lookup "
+            f"rows, {profiles.get('edge_rows_written', 0):,} edge rows"
         )
         if failed_checks:
             _print(f"        failed checks: {', '.join(failed_checks)}")

@@ -37,7 +37,7 @@ def ingest_metadata(summary: IngestSummary) -> dict:
         "dagster/row_count": summary.clean_rows,
         "received_rows": summary.received_rows,
         "quarantined_rows": summary.quarantined_rows,
-        "quarantine_share": round(summary.quarantine_share, 6),
+        "quarantined_pct": round(summary.quarantine_share * 100, 4),
         "quarantined_by_reason": MetadataValue.json(summary.quarantined_by_reason),
         "duplicates_dropped": summary.duplicates_dropped,
         "landing_files": summary.landing_files,

@@ -131,8 +131,8 @@ def raw_events_quarantine_share(
         passed=share <= config.max_share,
         severity=AssetCheckSeverity.ERROR,
         metadata={
-            "quarantine_share": round(share, 6),
-            "max_share": config.max_share,
+            "quarantined_pct": round(share * 100, 4),
+            "max_quarantined_pct": config.max_share * 100,
             "quarantined_rows": quarantined,
             "clean_rows": clean,
         },

@@ -85,3 +85,16 @@ def test_a_day_with_too_many_bad_rows_fails_the_quarantine_check(spark, tmp_path
     outcomes = check_outcomes(run_day(tmp_path))
     assert outcomes["raw_events_quarantine_share"] is False
     assert outcomes["raw_events_time_in_day"] is True
+
+
+def test_the_quarantine_check_shows_its_percent_beside_its_bar(spark, tmp_path):
+    write_day(tmp_path, landing_rows(50, bad=10))
+    [evaluation] = [
+        e
+        for e in run_day(tmp_path).get_asset_check_evaluations()
+        if e.check_name == "raw_events_quarantine_share"
+    ]
+    keys = list(evaluation.metadata)
+    assert keys[:2] == ["quarantined_pct", "max_quarantined_pct"]
+    assert evaluation.metadata["quarantined_pct"].value == round(10 / 60 * 100, 4)
+    assert evaluation.metadata["max_quarantined_pct"].value == 2.0

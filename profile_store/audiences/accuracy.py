@@ -88,7 +88,8 @@ def accuracy_report(estimates, exacts, lower_bounds, upper_bounds, exact_flags) 
 
 
 def error_histogram_png(errors: np.ndarray) -> bytes:
-    """A histogram of relative errors (percent), as seed 001 plotted it."""
+    """A histogram of relative errors (percent), as seed 001 plotted it, with the 1% and 10%
+    thresholds drawn and the share of queries below each."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -101,6 +102,18 @@ def error_histogram_png(errors: np.ndarray) -> bytes:
         bins=np.arange(0, 20.5, 0.5),
         weights=np.full(len(percent), 100 / max(len(percent), 1)),
     )
+    for threshold in (1, 10):  # the two error thresholds the accuracy bars are stated at
+        below = 100 * float(np.mean(np.asarray(errors) * 100 < threshold)) if len(percent) else 0
+        axis.axvline(threshold, color="tab:red", linestyle="--", linewidth=1)
+        axis.annotate(
+            f"{threshold}%: {below:.0f}% of queries below",
+            (threshold, 1),
+            xycoords=("data", "axes fraction"),
+            xytext=(3, -12),
+            textcoords="offset points",
+            fontsize=7,
+            color="tab:red",
+        )
     axis.set_xlabel("relative error (%)  [clipped at 20%]")
     axis.set_ylabel("% of queries")
     axis.set_title(f"Audience estimate error over {len(percent)} queries")

@@ -91,7 +91,7 @@ def test_identity_quality_and_profile_checks_pass_on_every_day(built):
     for day in DAYS:
         quality = run.checks[("identity_quality_check", day)]
         assert quality.passed, quality.description
-        assert quality.metadata["pairwise_precision"].value >= 0.99
+        assert quality.metadata["pairwise_precision_pct"].value >= 99.0
         assert quality.metadata["linkable_pairs"].value > 0
         assert run.checks[("profiles_master_consistency", day)].passed
         agreement = run.checks[("profiles_compaction_agreement", day)]
