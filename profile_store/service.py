@@ -35,7 +35,7 @@ from profile_store.cli_conventions import (
     shorten_usage,
 )
 from profile_store.hbase_client import hbase_pool, sketch_table_opener, table_opener
-from profile_store.profiles.reads import ProfileReader
+from profile_store.profiles.reads import ProfileReader, key_types_from_env
 from profile_store.profiles.table import PROFILE_TABLE
 
 logger = logging.getLogger(__name__)
@@ -94,7 +94,7 @@ def run_serve(args: argparse.Namespace) -> int:
             app = create_app(
                 AudienceEngine(sketch_table_opener(pool)),
                 tenants,
-                ProfileReader(table_opener(pool, PROFILE_TABLE)),
+                ProfileReader(table_opener(pool, PROFILE_TABLE), key_types_from_env()),
             )
             logger.info("service: %d tenants, HBase: %s", len(tenants), settings.describe())
             server = uvicorn.Server(

@@ -53,6 +53,7 @@ from profile_store.profiles.reads import (
     ProfileReader,
     ProfileView,
     PurgeReport,
+    key_types_from_env,
 )
 from profile_store.profiles.table import PROFILE_TABLE
 
@@ -140,7 +141,7 @@ def _answer(
         settings = settings_from_args(args)
         require_table_store(settings, PROFILE_TABLE)
         with hbase_pool(settings) as pool:
-            answer = read(ProfileReader(table_opener(pool, PROFILE_TABLE)))
+            answer = read(ProfileReader(table_opener(pool, PROFILE_TABLE), key_types_from_env()))
     except MissingTable as exc:
         return fail(args, EXIT_FAILURE, "table_not_found", str(exc))
     except InvalidRequest as exc:

@@ -30,15 +30,17 @@ answers ``segments`` and ``profile`` as a person of its own; the identity reads 
 
 from __future__ import annotations
 
+import os
 import struct
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import happybase
 
+from profile_store.identity.rules import DEFAULT_ALT_ID_WEIGHTS, MEMBER_ID
 from profile_store.profiles.table import (
     ASSOCIATIONS,
     DEVICES,
@@ -89,6 +91,20 @@ the filter never sees it. The key-only part keeps the reply to row keys."""
 _DECODE_ERRORS = (ValueError, KeyError, struct.error)
 
 OpenTable = Callable[[], AbstractContextManager[happybase.Table]]
+
+
+LOOKUP_KEY_TYPES: tuple[str, ...] = (MEMBER_ID, *DEFAULT_ALT_ID_WEIGHTS)
+"""The alternate-id types the default bridging rules write lookup rows for; a deployment whose
+``identity_edges`` bridges on more types lists them in ``PROFILES_KEY_TYPES``."""
+
+KEY_TYPES_ENV = "PROFILES_KEY_TYPES"
+
+
+def key_types_from_env(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """``PROFILES_KEY_TYPES`` (comma-separated), else ``LOOKUP_KEY_TYPES``."""
+    raw = (os.environ if environ is None else environ).get(KEY_TYPES_ENV, "")
+    listed = tuple(part.strip() for part in raw.split(",") if part.strip())
+    return listed or LOOKUP_KEY_TYPES
 
 
 class InvalidRequest(ValueError):
@@ -220,8 +236,20 @@ class ProfileReader:
     so one reader serves every thread of a service.
     """
 
-    def __init__(self, open_table: OpenTable) -> None:
+    def __init__(
+        self, open_table: OpenTable, key_types: Collection[str] | None = LOOKUP_KEY_TYPES
+    ) -> None:
+        """``key_types``: the alternate-id types the table has lookup rows for (what
+        ``identity_edges`` bridges on); any other ``key_type`` is refused, so that a typo is an
+        error rather than "no profile". None accepts every type."""
         self.open_table = open_table
+        self.key_types = None if key_types is None else tuple(key_types)
+
+    def _check_key_type(self, key_type: str | None) -> None:
+        _check_optional_id("key_type", key_type)
+        if key_type is not None and self.key_types is not None and key_type not in self.key_types:
+            known = ", ".join(self.key_types)
+            raise InvalidRequest("key_type", f"unknown key type {key_type!r} (known: {known})")
 
     def segments(
         self, id: str, key_type: str | None = None, now_ms: int | None = None
@@ -234,7 +262,7 @@ class ProfileReader:
         until compaction spreads them over the person.
         """
         _check_id("id", id)
-        _check_optional_id("key_type", key_type)
+        self._check_key_type(key_type)
         now = _check_now(now_ms)
         own = profile_key(id)
         keys = [own] if key_type is None else [own, lookup_key(key_type, id)]
@@ -272,7 +300,7 @@ class ProfileReader:
         ``{}`` (a bidder treats them alike); ``unknown`` tells them apart.
         """
         unique = _check_ids(ids)
-        _check_optional_id("key_type", key_type)
+        self._check_key_type(key_type)
         now = _check_now(now_ms)
         keys = [profile_key(i) for i in unique]
         lookups = [lookup_key(key_type, i) for i in unique] if key_type else []

@@ -14,8 +14,8 @@ live and expired as the tests that pass ``now_ms=NOW``.
 idfa-a2 also holds unsynced cells: u:autos +5 d, u:travel +9 d, u:stale -1 h.
 Person A's counters: purchase 8.0 two half-lives (days) ago, page_view 3.0 now (half-life 1 h).
 Edges: cookie-a1-idfa-a2 (0.9, member_id), cookie-a1-gaid-a3 (0.6, alt_id), cookie-b1-gaid-b2.
-Lookups: hashed_email sha256("ann@example.com") -> cookie-a1, member_id m-b -> cookie-b1, and
-a stale hashed_email whose master row is gone. Also ``cookie-new`` (only a ``u:`` cell, as the
+Lookups: email_sha256 sha256("ann@example.com") -> cookie-a1, member_id m-b -> cookie-b1, and
+a stale email_sha256 whose master row is gone. Also ``cookie-new`` (only a ``u:`` cell, as the
 real-time feed writes before any compaction) and ``idfa-broken`` (a ``g:`` value that is no
 expiry).
 """
@@ -125,9 +125,9 @@ def write_profiles(table: happybase.Table) -> None:
         batch.put(edge_key(A2, A1), edge_cells(0.9, ["member_id"], NOW - 20 * DAY))
         batch.put(edge_key(A1, A3), edge_cells(0.6, ["alt_id"], NOW - 20 * DAY))
         batch.put(edge_key(B1, B2), edge_cells(1.0, ["member_id"], NOW - 20 * DAY))
-        batch.put(lookup_key("hashed_email", ANN_EMAIL), lookup_cells(A1))
+        batch.put(lookup_key("email_sha256", ANN_EMAIL), lookup_cells(A1))
         batch.put(lookup_key("member_id", MEMBER_B), lookup_cells(B1))
-        batch.put(lookup_key("hashed_email", STALE_EMAIL), lookup_cells("cookie-gone"))
+        batch.put(lookup_key("email_sha256", STALE_EMAIL), lookup_cells("cookie-gone"))
 
 
 def profile_with_segments(

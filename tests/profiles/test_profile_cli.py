@@ -67,11 +67,11 @@ def test_get_json_is_the_whole_profile(hbase_flags, capsys):
 
 
 def test_segments_of_one_id_is_json_with_the_answering_profile(hbase_flags, capsys):
-    code, body = run_json(capsys, "segments", ANN_EMAIL, "--key-type", "hashed_email", *hbase_flags)
+    code, body = run_json(capsys, "segments", ANN_EMAIL, "--key-type", "email_sha256", *hbase_flags)
     assert code == 0
     assert body == {
         "id": ANN_EMAIL,
-        "key_type": "hashed_email",
+        "key_type": "email_sha256",
         "profile": A1,
         "via_lookup": True,
         "segments": LIVE_A,
@@ -229,3 +229,10 @@ def test_the_served_docs_page_renders_every_route_in_a_browser_without_internet(
     assert "swagger-ui" in dom and "opblock" in dom
     for route in ("/v1/audiences/estimate", "/v1/profiles/segments", "/v1/health"):
         assert route in dom
+
+
+def test_an_unknown_key_type_exits_2_naming_the_known_types(hbase_flags, capsys):
+    code = cli.main(["segments", ANN_EMAIL, "--key-type", "hashed_email", *hbase_flags])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "unknown key type 'hashed_email' (known: member_id, email_sha256)" in err

@@ -89,7 +89,7 @@ def test_segments_of_any_id_of_the_person_are_the_same(client, id):
 
 
 def test_segments_of_an_alternate_id_come_through_the_lookup(client):
-    response = get(client, f"/v1/profiles/{ANN_EMAIL}/segments", key_type="hashed_email")
+    response = get(client, f"/v1/profiles/{ANN_EMAIL}/segments", key_type="email_sha256")
     assert response.status_code == 200
     body = response.json()
     assert (body["profile"], body["via_lookup"], body["segments"]) == (A1, True, LIVE_A)
@@ -347,3 +347,16 @@ def test_the_audience_only_service_has_no_profile_routes(profile_settings):
         with TestClient(app) as test_client:
             response = test_client.get(f"/v1/profiles/{A1}", headers=HEADERS)
     assert response.status_code == 404 and response.json()["error"] == "not_found"
+
+
+def test_an_unknown_key_type_is_400_not_an_unknown_profile(client):
+    response = get(client, f"/v1/profiles/{ANN_EMAIL}/segments", key_type="hashed_email")
+    assert response.status_code == 400
+    body = response.json()
+    assert body["path"] == "query.key_type" and "unknown key type" in body["message"]
+    batch = client.post(
+        "/v1/profiles/segments",
+        json={"ids": [ANN_EMAIL], "key_type": "hashed_email"},
+        headers=HEADERS,
+    )
+    assert batch.status_code == 400 and batch.json()["path"] == "$.key_type"

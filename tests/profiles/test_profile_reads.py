@@ -38,6 +38,7 @@ from profile_store.profiles.reads import (
     Edge,
     InvalidRequest,
     ProfileReader,
+    key_types_from_env,
 )
 from profile_store.profiles.table import SEGMENTS, UNSYNCED, column, encode_ms, profile_key
 
@@ -86,7 +87,7 @@ def test_a_row_written_only_by_the_feed_answers_its_unsynced_segments(reader):
 
 def test_segments_of_an_unknown_id_is_none(reader):
     assert reader.segments("cookie-nobody", now_ms=NOW) is None
-    assert reader.segments("cookie-nobody", key_type="hashed_email", now_ms=NOW) is None
+    assert reader.segments("cookie-nobody", key_type="email_sha256", now_ms=NOW) is None
 
 
 def test_a_profile_id_costs_one_round_trip(counted_reader):
@@ -98,7 +99,7 @@ def test_a_profile_id_costs_one_round_trip(counted_reader):
 
 def test_an_alternate_id_is_answered_through_the_lookup_in_two_round_trips(counted_reader):
     reader, calls = counted_reader
-    answer = reader.segments(ANN_EMAIL, key_type="hashed_email", now_ms=NOW)
+    answer = reader.segments(ANN_EMAIL, key_type="email_sha256", now_ms=NOW)
     assert (answer.profile, answer.via_lookup, answer.segments) == (A1, True, LIVE_A)
     assert calls == [MULTI_GET, GET]
 
@@ -111,7 +112,7 @@ def test_a_profile_id_passed_with_a_key_type_still_costs_one_round_trip(counted_
 
 
 def test_a_lookup_naming_a_missing_master_is_unknown(reader):
-    assert reader.segments(STALE_EMAIL, key_type="hashed_email", now_ms=NOW) is None
+    assert reader.segments(STALE_EMAIL, key_type="email_sha256", now_ms=NOW) is None
 
 
 def test_a_batch_of_25_ids_is_one_round_trip(counted_reader):
@@ -146,7 +147,7 @@ def test_a_batch_with_alternate_ids_costs_two_round_trips(counted_reader):
 
 def test_a_batch_without_alternate_ids_among_them_stays_one_round_trip(counted_reader):
     reader, calls = counted_reader
-    reader.segments_many([A1, B2, "nobody"], key_type="hashed_email", now_ms=NOW)
+    reader.segments_many([A1, B2, "nobody"], key_type="email_sha256", now_ms=NOW)
     assert calls == [MULTI_GET]
 
 
@@ -396,3 +397,18 @@ def test_purge_keeps_a_fresh_expiry_written_between_its_read_and_its_delete(scra
     report = scratch_reader(racing).purge_expired(now_ms=NOW)
     assert report.cells_deleted == 2
     assert segment_cells(scratch_table, "p1") == fresh
+
+
+def test_an_unknown_key_type_is_an_error_naming_the_known_types(reader):
+    with pytest.raises(InvalidRequest, match=r"key_type: unknown key type 'hashed_email' "):
+        reader.segments(ANN_EMAIL, key_type="hashed_email", now_ms=NOW)
+    with pytest.raises(InvalidRequest, match=r"\(known: member_id, email_sha256\)"):
+        reader.segments_many([ANN_EMAIL], key_type="hashed_email", now_ms=NOW)
+
+
+def test_the_known_key_types_come_from_the_environment_when_listed():
+    assert key_types_from_env({}) == ("member_id", "email_sha256")
+    assert key_types_from_env({"PROFILES_KEY_TYPES": "member_id, phone_sha256"}) == (
+        "member_id",
+        "phone_sha256",
+    )
