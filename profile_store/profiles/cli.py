@@ -43,6 +43,7 @@ from profile_store.cli_conventions import (
     shorten_usage,
 )
 from profile_store.hbase_client import hbase_pool, table_opener
+from profile_store.profiles.bodies import batch_body, profile_body, segments_body
 from profile_store.profiles.reads import (
     DEFAULT_PURGE_RATE,
     Connection,
@@ -171,7 +172,7 @@ def run_get(args: argparse.Namespace) -> int:
     return _answer(
         args,
         lambda reader: _found(reader.profile(args.id), args.id),
-        ProfileView.to_dict,
+        profile_body,
         format_profile,
     )
 
@@ -182,13 +183,13 @@ def run_segments(args: argparse.Namespace) -> int:
         return _answer(
             args,
             lambda reader: _found(reader.segments(id, key_type=args.key_type), id),
-            lambda answer: {**asdict(answer), "key_type": args.key_type},
+            lambda answer: segments_body(answer, args.key_type),
             lambda answer: format_segments({id: answer.segments}, answer.profile, id),
         )
     return _answer(
         args,
         lambda reader: reader.segments_batch(args.ids, key_type=args.key_type),
-        asdict,
+        batch_body,
         lambda batch: format_segments(batch.segments, unknown=batch.unknown),
     )
 

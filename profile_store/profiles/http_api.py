@@ -29,6 +29,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from profile_store.audiences.tenants import Tenant
 from profile_store.http_conventions import ApiError, error_doc, hbase_failures, json_body
+from profile_store.profiles.bodies import (
+    batch_body,
+    expiries,
+    iso_utc,
+    profile_body,
+    segments_body,
+)
 from profile_store.profiles.reads import (
     MAX_IDS,
     MAX_LINKED,
@@ -45,10 +52,12 @@ MAX_BATCH_BODY_BYTES = 1024 * 1024
 
 NOW = 1_795_000_000_000  # the examples' clock, 2026-11-18
 SEGMENTS_EXAMPLE = {"sports": NOW + 10 * 86_400_000, "travel": NOW + 2 * 86_400_000}
+ISO_EXAMPLE = expiries(SEGMENTS_EXAMPLE)
 
 
 class ProfileResponse(BaseModel):
-    """A profile as of ``now_ms``: live segments only, counters decayed to ``now_ms``."""
+    """A profile as of `now`: live segments only, counters decayed to `now`. Times are
+    ISO-8601 UTC; each has its epoch milliseconds beside it (`*_ms`)."""
 
     model_config = ConfigDict(
         json_schema_extra={
@@ -58,12 +67,17 @@ class ProfileResponse(BaseModel):
                     "id_type": "idfa",
                     "master": "cookie-91c2",
                     "is_master": False,
+                    "first_seen": iso_utc(NOW - 40 * 86_400_000),
                     "first_seen_ms": NOW - 40 * 86_400_000,
                     "devices": 3,
+                    "as_of": iso_utc(NOW - 3_600_000),
                     "as_of_ms": NOW - 3_600_000,
+                    "now": iso_utc(NOW),
                     "now_ms": NOW,
-                    "segments": {**SEGMENTS_EXAMPLE, "autos": NOW + 5 * 86_400_000},
-                    "unsynced": {"autos": NOW + 5 * 86_400_000},
+                    "segments": {**ISO_EXAMPLE, "autos": iso_utc(NOW + 5 * 86_400_000)},
+                    "segments_expiry_ms": {**SEGMENTS_EXAMPLE, "autos": NOW + 5 * 86_400_000},
+                    "unsynced": {"autos": iso_utc(NOW + 5 * 86_400_000)},
+                    "unsynced_expiry_ms": {"autos": NOW + 5 * 86_400_000},
                     "counters": {"purchase": 2.0, "page_view": 11.4},
                     "linked": {"cookie-91c2": "cookie", "gaid-0b7e": "gaid"},
                 }
@@ -75,17 +89,22 @@ class ProfileResponse(BaseModel):
     id_type: str = Field(description="`cookie`, `idfa` or `gaid`.")
     master: str = Field(description="The person's master profile (this one on a master).")
     is_master: bool
-    first_seen_ms: int = Field(description="Epoch ms of the profile's first event.")
+    first_seen: str = Field(description="The profile's first event, ISO-8601 UTC.")
+    first_seen_ms: int = Field(description="The same, epoch milliseconds.")
     devices: int = Field(description="Ids in the person, this one included.")
-    as_of_ms: int = Field(description="Epoch ms the compaction computed the row for.")
-    now_ms: int = Field(description="The clock the answer was computed with.")
-    segments: dict[str, int] = Field(
-        description="Live segment -> expiry epoch ms, compacted and unsynced (later expiry wins)."
+    as_of: str = Field(description="The time the compaction computed the row for (UTC).")
+    as_of_ms: int = Field(description="The same, epoch milliseconds.")
+    now: str = Field(description="The clock the answer was computed with (UTC).")
+    now_ms: int = Field(description="The same, epoch milliseconds.")
+    segments: dict[str, str] = Field(
+        description="Live segment -> expiry (UTC), compacted and unsynced (later expiry wins)."
     )
-    unsynced: dict[str, int] = Field(
+    segments_expiry_ms: dict[str, int] = Field(description="The same expiries, epoch ms.")
+    unsynced: dict[str, str] = Field(
         description="The live segments a real-time feed added since the last compaction."
     )
-    counters: dict[str, float] = Field(description="Decaying counters, decayed to `now_ms`.")
+    unsynced_expiry_ms: dict[str, int] = Field(description="The same expiries, epoch ms.")
+    counters: dict[str, float] = Field(description="Decaying counters, decayed to `now`.")
     linked: dict[str, str] = Field(description="Other ids of the person -> id type (capped).")
 
 
@@ -100,7 +119,8 @@ class SegmentsResponse(BaseModel):
                     "key_type": "email_sha256",
                     "profile": "cookie-91c2",
                     "via_lookup": True,
-                    "segments": SEGMENTS_EXAMPLE,
+                    "segments": ISO_EXAMPLE,
+                    "segments_expiry_ms": SEGMENTS_EXAMPLE,
                 }
             ]
         }
@@ -110,7 +130,8 @@ class SegmentsResponse(BaseModel):
     key_type: str | None = Field(description="The alternate-id type asked with, if any.")
     profile: str = Field(description="The profile row that answered.")
     via_lookup: bool = Field(description="True when `id` was an alternate id (2 round trips).")
-    segments: dict[str, int] = Field(description="Live segment -> expiry epoch ms.")
+    segments: dict[str, str] = Field(description="Live segment -> expiry, ISO-8601 UTC.")
+    segments_expiry_ms: dict[str, int] = Field(description="The same expiries, epoch ms.")
 
 
 class SegmentsBatchRequest(BaseModel):
@@ -134,6 +155,11 @@ class SegmentsBatchResponse(BaseModel):
             "examples": [
                 {
                     "segments": {
+                        "cookie-91c2": ISO_EXAMPLE,
+                        "gaid-0b7e": ISO_EXAMPLE,
+                        "idfa-unknown": {},
+                    },
+                    "segments_expiry_ms": {
                         "cookie-91c2": SEGMENTS_EXAMPLE,
                         "gaid-0b7e": SEGMENTS_EXAMPLE,
                         "idfa-unknown": {},
@@ -144,7 +170,12 @@ class SegmentsBatchResponse(BaseModel):
         }
     )
 
-    segments: dict[str, dict[str, int]]
+    segments: dict[str, dict[str, str]] = Field(
+        description="Id -> live segment -> expiry, ISO-8601 UTC."
+    )
+    segments_expiry_ms: dict[str, dict[str, int]] = Field(
+        description="The same expiries, epoch ms."
+    )
     unknown: list[str] = Field(
         description="Ids with no profile row (nor, with `key_type`, a lookup row naming one)."
     )
@@ -285,7 +316,7 @@ def profile_router(reader: ProfileReader, current_tenant: Callable[..., Tenant])
             view = reader.profile(id)
         if view is None:
             raise _unknown(id)
-        return ProfileResponse(**view.to_dict())
+        return ProfileResponse(**profile_body(view))
 
     @router.get(
         PROFILES_PATH + "/{id}/segments",
@@ -309,7 +340,7 @@ def profile_router(reader: ProfileReader, current_tenant: Callable[..., Tenant])
             answer = reader.segments(id, key_type=key_type)
         if answer is None:
             raise _unknown(id)
-        return SegmentsResponse(**asdict(answer), key_type=key_type)
+        return SegmentsResponse(**segments_body(answer, key_type))
 
     @router.post(
         PROFILES_PATH + "/segments",
@@ -331,7 +362,7 @@ def profile_router(reader: ProfileReader, current_tenant: Callable[..., Tenant])
         request = _batch_request(body)
         with _answering("a batch segments read", body_field=True):
             batch = reader.segments_batch(request.ids, key_type=request.key_type)
-        return SegmentsBatchResponse(segments=batch.segments, unknown=batch.unknown)
+        return SegmentsBatchResponse(**batch_body(batch))
 
     @router.get(
         CONNECTED_PATH,

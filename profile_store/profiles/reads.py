@@ -35,8 +35,7 @@ import struct
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
 
 import happybase
 
@@ -196,10 +195,6 @@ class ProfileView:
     @property
     def is_master(self) -> bool:
         return self.master == self.profile
-
-    def to_dict(self) -> dict[str, Any]:
-        """Every field and ``is_master``: the JSON the CLI prints and the HTTP API returns."""
-        return {**asdict(self), "is_master": self.is_master}
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,7 @@ from known_profiles import (
 
 from profile_store import cli as profiles_cli
 from profile_store.profiles import cli
+from profile_store.profiles.bodies import expiries
 from profile_store.profiles.table import ensure_table, profile_key
 
 REPO = Path(__file__).resolve().parents[2]
@@ -62,8 +63,8 @@ def test_get_prints_a_readable_profile(hbase_flags, capsys):
 def test_get_json_is_the_whole_profile(hbase_flags, capsys):
     code, body = run_json(capsys, "get", A1, *hbase_flags)
     assert code == 0
-    assert (body["profile"], body["is_master"], body["segments"]) == (A1, True, LIVE_A)
-    assert set(body) >= {"counters", "linked", "first_seen_ms", "devices", "now_ms"}
+    assert (body["profile"], body["is_master"], body["segments_expiry_ms"]) == (A1, True, LIVE_A)
+    assert set(body) >= {"counters", "linked", "first_seen", "first_seen_ms", "devices", "now"}
 
 
 def test_segments_of_one_id_is_json_with_the_answering_profile(hbase_flags, capsys):
@@ -74,15 +75,18 @@ def test_segments_of_one_id_is_json_with_the_answering_profile(hbase_flags, caps
         "key_type": "email_sha256",
         "profile": A1,
         "via_lookup": True,
-        "segments": LIVE_A,
+        "segments": expiries(LIVE_A),
+        "segments_expiry_ms": LIVE_A,
     }
 
 
 def test_segments_of_several_ids_is_the_batch_read(hbase_flags, capsys):
     code, body = run_json(capsys, "segments", A2, B2, "cookie-nobody", *hbase_flags)
     assert code == 0
+    answers = {A2: LIVE_A2, B2: LIVE_B, "cookie-nobody": {}}
     assert body == {
-        "segments": {A2: LIVE_A2, B2: LIVE_B, "cookie-nobody": {}},
+        "segments": {id: expiries(segments) for id, segments in answers.items()},
+        "segments_expiry_ms": answers,
         "unknown": ["cookie-nobody"],
     }
 
@@ -176,7 +180,7 @@ def test_invalid_hbase_settings_exit_2(capsys, monkeypatch):
 
 def test_the_profile_command_is_registered_on_the_profiles_cli(hbase_flags, capsys):
     assert profiles_cli.main(["profile", "segments", B2, "--json", *hbase_flags]) == 0
-    assert json.loads(capsys.readouterr().out)["segments"] == LIVE_B
+    assert json.loads(capsys.readouterr().out)["segments_expiry_ms"] == LIVE_B
 
 
 def test_purge_deletes_the_expired_cells_of_the_configured_table(profile_gateway, capsys):
@@ -210,11 +214,12 @@ def test_serve_answers_profile_and_audience_routes_and_stops_on_sigterm(served):
     url, process = served
     headers = {"X-API-Key": SHOP_KEY}
     response = httpx.get(f"{url}/v1/profiles/{A3}/segments", headers=headers, timeout=30)
-    assert response.status_code == 200 and response.json()["segments"] == LIVE_A
+    assert response.status_code == 200 and response.json()["segments_expiry_ms"] == LIVE_A
     batch = httpx.post(
         f"{url}/v1/profiles/segments", json={"ids": [A1, B1]}, headers=headers, timeout=30
     )
-    assert batch.json() == {"segments": {A1: LIVE_A, B1: LIVE_B}, "unknown": []}
+    assert batch.json()["segments_expiry_ms"] == {A1: LIVE_A, B1: LIVE_B}
+    assert batch.json()["unknown"] == []
     paths = httpx.get(f"{url}/openapi.json", timeout=30).json()["paths"]
     assert {"/v1/audiences/estimate", "/v1/health", "/v1/profiles/{id}"} <= set(paths)
     process.send_signal(signal.SIGTERM)

@@ -28,6 +28,7 @@ from profile_store.audiences.http_api import create_app
 from profile_store.audiences.tenants import Tenants
 from profile_store.hbase_client import HBaseSettings, hbase_pool, sketch_table_opener, table_opener
 from profile_store.hbase_gateway.process import EmbeddedGateway
+from profile_store.profiles.bodies import expiries, iso_utc
 from profile_store.profiles.http_api import MAX_BATCH_BODY_BYTES
 from profile_store.profiles.reads import MAX_IDS, ProfileReader
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table
@@ -69,7 +70,7 @@ def test_a_profile_is_200_with_live_segments_and_decayed_counters(client):
     response = get(client, f"/v1/profiles/{A2}")
     assert response.status_code == 200
     body = response.json()
-    assert body["segments"] == LIVE_A2
+    assert body["segments_expiry_ms"] == LIVE_A2 and body["segments"] == expiries(LIVE_A2)
     assert (body["master"], body["is_master"], body["devices"]) == (A1, False, 3)
     assert set(body["counters"]) == {"page_view", "purchase"}
     assert body["counters"]["purchase"] <= 2.0
@@ -84,7 +85,8 @@ def test_segments_of_any_id_of_the_person_are_the_same(client, id):
         "key_type": None,
         "profile": id,
         "via_lookup": False,
-        "segments": LIVE_A,
+        "segments": expiries(LIVE_A),
+        "segments_expiry_ms": LIVE_A,
     }
 
 
@@ -92,15 +94,17 @@ def test_segments_of_an_alternate_id_come_through_the_lookup(client):
     response = get(client, f"/v1/profiles/{ANN_EMAIL}/segments", key_type="email_sha256")
     assert response.status_code == 200
     body = response.json()
-    assert (body["profile"], body["via_lookup"], body["segments"]) == (A1, True, LIVE_A)
+    assert (body["profile"], body["via_lookup"], body["segments_expiry_ms"]) == (A1, True, LIVE_A)
 
 
 def test_the_batch_maps_each_id_to_its_segments_and_lists_the_unknown_ids(client):
     ids = [A1, B2, "cookie-nobody"]
     response = client.post("/v1/profiles/segments", json={"ids": ids}, headers=HEADERS)
     assert response.status_code == 200
+    answers = {A1: LIVE_A, B2: LIVE_B, "cookie-nobody": {}}
     assert response.json() == {
-        "segments": {A1: LIVE_A, B2: LIVE_B, "cookie-nobody": {}},
+        "segments": {id: expiries(segments) for id, segments in answers.items()},
+        "segments_expiry_ms": answers,
         "unknown": ["cookie-nobody"],
     }
 
@@ -360,3 +364,15 @@ def test_an_unknown_key_type_is_400_not_an_unknown_profile(client):
         headers=HEADERS,
     )
     assert batch.status_code == 400 and batch.json()["path"] == "$.key_type"
+
+
+def test_every_time_in_a_profile_is_iso_utc_with_its_epoch_ms_beside_it(client):
+    body = get(client, f"/v1/profiles/{A2}").json()
+    for name in ("first_seen", "as_of", "now"):
+        assert body[name] == iso_utc(body[f"{name}_ms"])
+        assert body[name].endswith("Z") and body[name][10] == "T"
+    assert body["segments"] == {s: iso_utc(ms) for s, ms in body["segments_expiry_ms"].items()}
+
+
+def test_iso_utc_keeps_the_milliseconds():
+    assert iso_utc(1_795_000_000_123) == "2026-11-18T11:06:40.123Z"
