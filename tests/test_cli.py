@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 from importlib.metadata import version
@@ -100,3 +101,21 @@ def test_a_store_without_the_table_is_named_with_how_to_point_elsewhere(tmp_path
     assert code == 1
     err = capsys.readouterr().err
     assert err.startswith(f"error: no 'sketches' table in the embedded HBase store at {tmp_path}")
+
+
+def every_command(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()):
+    yield path, parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from every_command(sub, (*path, name))
+
+
+def test_every_option_of_every_command_has_a_help_text():
+    missing = [
+        f"profiles {' '.join(path)} {action.option_strings[0]}"
+        for path, parser in every_command(cli.build_parser())
+        for action in parser._actions
+        if action.option_strings and not action.help
+    ]
+    assert missing == []

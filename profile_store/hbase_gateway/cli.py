@@ -24,8 +24,19 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     parser.add_argument(
         "--port", type=int, default=9090, help="TCP port; 0 picks a free one (default 9090)"
     )
-    parser.add_argument("--transport", choices=sorted(TRANSPORTS), default="buffered")
-    parser.add_argument("--protocol", choices=sorted(PROTOCOLS), default="binary")
+    parser.add_argument(
+        "--transport",
+        choices=sorted(TRANSPORTS),
+        default="buffered",
+        help="Thrift transport: buffered as `hbase thrift start`, framed for -f (default "
+        "%(default)s)",
+    )
+    parser.add_argument(
+        "--protocol",
+        choices=sorted(PROTOCOLS),
+        default="binary",
+        help="Thrift protocol: binary, or compact as `hbase thrift start -c` (default %(default)s)",
+    )
     parser.add_argument(
         "--ready-file",
         type=Path,
@@ -36,7 +47,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         action="store_true",
         help="shut down when stdin reaches EOF, i.e. when the parent process dies",
     )
-    parser.add_argument("--log-level", default="INFO", help="Python logging level")
+    parser.add_argument(
+        "--log-level", default="INFO", help="Python logging level (default %(default)s)"
+    )
     parser.set_defaults(func=run)
     return parser
 
