@@ -12,7 +12,7 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
-from profile_store.cli_conventions import iso_date, positive_int
+from profile_store.cli_conventions import iso_date, positive_int, whole_number
 from profile_store.lake_layout import LANDING
 from resources.lake import LakeResource
 
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         default=DEMO_EVENTS_PER_DAY,
         help="generated events per day (default: %(default)s)",
     )
-    parser.add_argument("--seed", type=int, default=7, help="generator seed (default: 7)")
+    parser.add_argument("--seed", type=whole_number, default=7, help="generator seed (default: 7)")
     parser.add_argument(
         "--start-date",
         type=iso_date,
@@ -257,12 +257,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         edges = outcome["assets"].get("identity_edges", {})
         components = outcome["assets"].get("identity_components", {})
+        merges = components.get("merges", 0)
         _print(
             f"        identity: {edges.get('dagster/row_count', 0):>7,} graph edges from the day, "
             f"{edges.get('quarantined_keys', 0):,} keys quarantined; "
             f"{components.get('components', 0):,} persons with 2+ ids "
             f"({components.get('mode', '?')}: {components.get('profiles_touched', 0):,} ids "
-            f"recomputed, {components.get('merges', 0):,} persons merged)"
+            f"recomputed, {merges:,} known person{'' if merges == 1 else 's'} merged into another)"
         )
         profiles = outcome["assets"].get("compacted_profiles", {})
         _print(

@@ -91,6 +91,44 @@ def positive_int(text: str) -> int:
     return value
 
 
+def whole_number(text: str) -> int:
+    """An argument type: a whole number >= 0 (a seed, a row count)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text}")
+    return value
+
+
+def port_number(text: str) -> int:
+    """An argument type: a TCP port, 0 (any free port) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be within 0-65535, got {text}")
+    return value
+
+
+def integer(text: str) -> int:
+    """An argument type: any whole number; its range is the command's to check."""
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+
+
+def number(text: str) -> float:
+    """An argument type: any number; its range is the command's to check."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+
+
 def share(text: str) -> float:
     """An argument type: a fraction within [0, 1]."""
     try:

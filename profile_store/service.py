@@ -31,6 +31,7 @@ from profile_store.cli_conventions import (
     HBASE_FAILURES,
     InputError,
     add_hbase_options,
+    port_number,
     settings_from_args,
     shorten_usage,
 )
@@ -57,7 +58,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     """The service's options on ``parser`` (also used by ``profiles audience serve``)."""
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default %(default)s)")
     parser.add_argument(
-        "--port", type=int, default=8080, help="TCP port; 0 picks a free one (default %(default)s)"
+        "--port",
+        type=port_number,
+        default=8080,
+        help="TCP port; 0 picks a free one (default %(default)s)",
     )
     parser.add_argument(
         "--tenants",

@@ -49,6 +49,11 @@ def test_a_mistyped_command_suggests_the_closest_one(capsys):
         (["generate", "--out", "x", "--start-date", "2026-13-01"], "expected a date as YYYY-MM-DD"),
         (["generate", "--out", "x", "--start-date", "20261101"], "expected a date as YYYY-MM-DD"),
         (["profile", "get", "x", "--hbase-port", "-1"], "must be at least 1, got -1"),
+        (["generate", "--out", "x", "--seed", "-3"], "must not be negative, got -3"),
+        (["profile", "linked", "x", "--limit", "ten"], "expected a whole number, got 'ten'"),
+        (["profile", "purge", "--max-rows-per-second", "fast"], "expected a number, got 'fast'"),
+        (["serve", "--port", "http"], "expected a port number, got 'http'"),
+        (["serve", "--port", "70000"], "must be within 0-65535, got 70000"),
     ],
 )
 def test_a_bad_option_value_is_explained_in_words(capsys, argv, words):
@@ -119,3 +124,14 @@ def test_every_option_of_every_command_has_a_help_text():
         if action.option_strings and not action.help
     ]
     assert missing == []
+
+
+def test_no_option_parses_with_a_bare_python_type():
+    """``type=int`` would answer a typo with "invalid int value"; every option has a worded type."""
+    bare = [
+        f"profiles {' '.join(path)} {action.option_strings[0]}"
+        for path, parser in every_command(cli.build_parser())
+        for action in parser._actions
+        if action.type in (int, float)
+    ]
+    assert bare == []

@@ -14,6 +14,7 @@ from profile_store.cli_conventions import (
     iso_date,
     positive_int,
     share,
+    whole_number,
 )
 from profile_store.generator.ground_truth import GROUND_TRUTH_DIR
 from profile_store.generator.lake import (
@@ -44,7 +45,10 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         help="events per day before duplicates and malformed rows (default: %(default)s)",
     )
     parser.add_argument(
-        "--seed", type=int, default=7, help="random seed; same seed, same lake (default: 7)"
+        "--seed",
+        type=whole_number,
+        default=7,
+        help="random seed; same seed, same lake (default: 7)",
     )
     parser.add_argument(
         "--start-date",

@@ -96,27 +96,25 @@ def generate_lake(
         date_ = start_date + timedelta(days=day)
         events = day_events(population, day, date_, events_per_day, seed, ledger)
 
-        fragments = landing.json_fragments(events)
-        fragments, kind = malformed.corrupt(
-            fragments,
+        corruption = malformed.plan(
             pc.cast(events["event_time"], pa.int64()).to_numpy(),
             malformed_share,
             np.random.default_rng([seed, malformed.STREAM_MALFORMED, day]),
         )
+        kind = corruption.kind
         tracker.record(
             events,
             has_user_id=kind != malformed.KINDS.index("missing_user_id"),
             well_formed=kind == malformed.NOT_MALFORMED,
         )
-        lines = landing.assemble_lines(fragments)
-        lines, duplicates = landing.add_duplicates(
-            lines,
+        duplicates = landing.plan_duplicates(
             kind == malformed.NOT_MALFORMED,
             np.random.default_rng([seed, landing.STREAM_DUPLICATES, day]),
         )
         parts = landing.write_day(
             landing.day_directory(out_dir / LANDING_DIR, date_.isoformat()),
-            lines,
+            len(duplicates.order),
+            DayLines(events, corruption, duplicates).between,
             events_per_part,
         )
         malformed_rows.append(_malformed_rows(date_, events["event_id"], kind))
@@ -126,14 +124,15 @@ def generate_lake(
             events=len(events),
             malformed=int(by_kind.sum()),
             malformed_by_kind=dict(zip(malformed.KINDS, map(int, by_kind), strict=True)),
-            duplicates=duplicates,
-            lines=len(lines),
+            duplicates=duplicates.count,
+            lines=len(duplicates.order),
             parts=parts,
             seconds=time.perf_counter() - day_started,
         )
         summaries.append(summary)
         if on_day is not None:
             on_day(summary)
+        del events, corruption  # before the next day's table is drawn: one day in memory
 
     write_ground_truth(out_dir, population, tracker, ledger, pa.concat_tables(malformed_rows))
     return GenerationSummary(
@@ -144,6 +143,34 @@ def generate_lake(
         devices=int(tracker.emitted.sum()),
         seconds=time.perf_counter() - started,
     )
+
+
+class DayLines:
+    """The text of a day's landing lines, built a part at a time from the event table.
+
+    Lines are built from a contiguous slice of events (corrupted where planned) plus the
+    duplicated lines they interleave with, so memory holds one part's lines, not the day's.
+    """
+
+    def __init__(
+        self, events: pa.Table, corruption: malformed.Corruption, duplicates: landing.Duplicates
+    ):
+        self.events = events
+        self.corruption = corruption
+        self.order = duplicates.order
+        # Only well-formed rows are duplicated: their copies need no corruption applied.
+        self.copies = landing.assemble_lines(landing.json_fragments(events.take(duplicates.source)))
+
+    def between(self, start: int, stop: int) -> pa.StringArray:
+        items = self.order[start:stop]
+        rows = len(self.events)
+        originals = items[items < rows]  # consecutive rows: the day's order is kept
+        low = int(originals[0]) if len(originals) else 0
+        high = int(originals[-1]) + 1 if len(originals) else 0
+        fragments = landing.json_fragments(self.events.slice(low, high - low))
+        lines = landing.assemble_lines(self.corruption.apply(fragments, low))
+        index = np.where(items < rows, items - low, (high - low) + (items - rows))
+        return take(pa.concat_arrays([lines, self.copies]), index)
 
 
 def _malformed_rows(date_: date, event_id: pa.ChunkedArray, kind: np.ndarray) -> pa.Table:

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import gzip
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from profile_store.generator.arrow_strings import quoted, take
+from profile_store.generator.arrow_strings import quoted
 from profile_store.generator.timestamps import iso_millis
 
 STREAM_DUPLICATES = 30
@@ -50,6 +52,8 @@ def json_fragments(events: pa.Table) -> dict[str, pa.Array]:
     """``"field":value`` per row and field, in FIELDS order; a null fragment omits the key."""
 
     def string_field(name: str, values: pa.Array) -> pa.Array:
+        if pa.types.is_dictionary(values.type):
+            values = values.cast(pa.string())
         return pc.binary_join_element_wise(f'"{name}":', quoted(values), "")
 
     event_ms = pc.cast(events["event_time"], pa.int64()).to_numpy()
@@ -82,47 +86,66 @@ def assemble_lines(fragments: dict[str, pa.Array]) -> pa.StringArray:
     return pc.binary_join_element_wise("{", body, "}\n", "")
 
 
-def add_duplicates(
-    lines: pa.StringArray, eligible: np.ndarray, rng: np.random.Generator
-) -> tuple[pa.StringArray, int]:
-    """Insert exact copies of ``DUPLICATE_SHARE`` of the eligible lines.
+@dataclass(frozen=True)
+class Duplicates:
+    """Exact copies of some lines, and where each line of the day's files comes from."""
+
+    source: np.ndarray  # the original row each copy repeats
+    order: np.ndarray  # per output line: an original row (< rows) or rows + copy number
+
+    @property
+    def count(self) -> int:
+        return len(self.source)
+
+
+def plan_duplicates(eligible: np.ndarray, rng: np.random.Generator) -> Duplicates:
+    """Copies of ``DUPLICATE_SHARE`` of the eligible rows, and where they land.
 
     Most copies follow their original closely (an immediate retry); some land anywhere in
     the day, i.e. usually in another part file (a retry from a later batch).
     """
+    rows = len(eligible)
     candidates = np.flatnonzero(eligible)
-    count = min(len(candidates), round(DUPLICATE_SHARE * len(lines)))
+    count = min(len(candidates), round(DUPLICATE_SHARE * rows))
     if count == 0:
-        return lines, 0
+        return Duplicates(np.empty(0, dtype=np.int64), np.arange(rows, dtype=np.int64))
     source = np.sort(rng.choice(candidates, size=count, replace=False))
     late = rng.random(count) < DUPLICATE_LATE_SHARE
     position = np.where(
         late,
-        rng.uniform(0, len(lines), count),
+        rng.uniform(0, rows, count),
         source + rng.uniform(0.5, DUPLICATE_NEAR_ROWS, count),
     )
-    keys = np.concatenate([np.arange(len(lines), dtype=np.float64), position])
-    order = np.argsort(keys, kind="stable")
-    combined = pa.concat_arrays([lines, take(lines, source)])
-    return take(combined, order), count
+    keys = np.concatenate([np.arange(rows, dtype=np.float64), position])
+    return Duplicates(source, np.argsort(keys, kind="stable"))
 
 
-def write_day(day_dir: Path, lines: pa.StringArray, events_per_part: int) -> int:
+def write_day(
+    day_dir: Path,
+    line_count: int,
+    lines_between: Callable[[int, int], pa.StringArray],
+    events_per_part: int,
+) -> int:
     """Replace the day's parts, then write the empty ``_SUCCESS`` marker last.
 
-    The marker is removed first and each part is renamed into place, so a reader that sees
-    ``_SUCCESS`` always sees complete files of this run and none from an earlier one.
+    ``lines_between(start, stop)`` builds the newline-terminated lines of a part, so only the
+    parts being compressed are in memory. The marker is removed first and each part is
+    renamed into place, so a reader that sees ``_SUCCESS`` always sees complete files of this
+    run and none from an earlier one.
     """
     day_dir.mkdir(parents=True, exist_ok=True)
     (day_dir / SUCCESS_MARKER).unlink(missing_ok=True)
     for stale in day_dir.glob("part-*"):
         stale.unlink()
-    parts = max(1, round(len(lines) / events_per_part))
-    bounds = np.linspace(0, len(lines), parts + 1).astype(np.int64)
-    contents = [_line_bytes(lines, bounds[i], bounds[i + 1]) for i in range(parts)]
+    parts = max(1, round(line_count / events_per_part))
+    bounds = np.linspace(0, line_count, parts + 1).astype(np.int64)
+
+    def compressed(index: int) -> bytes:
+        lines = lines_between(int(bounds[index]), int(bounds[index + 1]))
+        return gzip.compress(_line_bytes(lines, 0, len(lines)), GZIP_LEVEL, mtime=0)
+
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        compressed = pool.map(lambda data: gzip.compress(data, GZIP_LEVEL, mtime=0), contents)
-        for index, data in enumerate(compressed):
+        for index, data in enumerate(pool.map(compressed, range(parts))):
             path = day_dir / f"part-{index:05d}.jsonl.gz"
             temporary = path.with_name(path.name + ".tmp")
             temporary.write_bytes(data)

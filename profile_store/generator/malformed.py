@@ -9,6 +9,7 @@ coerces numbers into string fields but flags a list where a map is declared.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
@@ -35,6 +36,75 @@ WRONG_TYPE_ALT_IDS = ("42", '["email_sha256"]')
 OVERSIZED_KEY_COUNTS = (101, 128, 150, 200, 256)
 
 
+@dataclass(frozen=True)
+class Corruption:
+    """Which rows of a day are malformed (``kind``), and the fragments that replace theirs.
+
+    Drawn once per day, applied to any slice of the day's fragments (``apply``), so that a
+    day's lines can be built a slice at a time with the same result as all at once.
+    """
+
+    kind: np.ndarray  # per row: index into KINDS, or NOT_MALFORMED
+    replacements: tuple[tuple[str, np.ndarray, pa.Array], ...]  # (field, sorted rows, fragments)
+
+    def apply(self, fragments: dict[str, pa.Array], start: int = 0) -> dict[str, pa.Array]:
+        """``fragments`` of rows ``start .. start + len`` with the replacements in that range."""
+        stop = start + len(next(iter(fragments.values())))
+        out = dict(fragments)
+        for field, rows, values in self.replacements:
+            low, high = np.searchsorted(rows, [start, stop])
+            if high > low:
+                out[field] = _put(out[field], rows[low:high] - start, values[low:high])
+        return out
+
+
+def plan(event_ms: np.ndarray, share: float, rng: np.random.Generator) -> Corruption:
+    """Corrupt ``share`` of the rows, every kind equally often."""
+    n = len(event_ms)
+    kind = np.full(n, NOT_MALFORMED, dtype=np.int8)
+    count = min(n, round(share * n))
+    if count == 0:
+        return Corruption(kind, ())
+    rows = np.sort(rng.choice(n, size=count, replace=False))
+    kind[rows] = rng.permutation(np.arange(count) % len(KINDS))
+    of_kind = {name: np.flatnonzero(kind == index) for index, name in enumerate(KINDS)}
+    replacements = []
+
+    rows = of_kind["missing_user_id"]
+    drop_key = rng.random(len(rows)) < 0.5  # half omit the key, half send an empty id
+    replacements.append(
+        ("user_id", rows, pa.array(np.where(drop_key, None, '"user_id":""'), type=pa.string()))
+    )
+
+    rows = of_kind["unparseable_time"]
+    unparseable = _pick(rng, "event_time", UNPARSEABLE_TIMES, len(rows), quote=True)
+    rows_elsewhere = of_kind["time_outside_day"]
+    elsewhere = _fragment(
+        "event_time", quoted(iso_millis(_other_day(rng, event_ms[rows_elsewhere])))
+    )
+    replacements.append(_merged("event_time", (rows, unparseable), (rows_elsewhere, elsewhere)))
+
+    rows = of_kind["wrong_types"]
+    on_alt_ids = rng.random(len(rows)) < 0.5
+    attributes_rows, alt_rows = rows[~on_alt_ids], rows[on_alt_ids]
+    wrong_attributes = _pick(rng, "event_attributes", WRONG_TYPE_ATTRIBUTES, len(attributes_rows))
+    replacements.append(
+        ("alt_ids", alt_rows, _pick(rng, "alt_ids", WRONG_TYPE_ALT_IDS, len(alt_rows)))
+    )
+
+    rows = of_kind["empty_event_type"]
+    replacements.append(
+        ("event_type", rows, _pick(rng, "event_type", ("",), len(rows), quote=True))
+    )
+
+    rows = of_kind["oversized_attributes"]
+    oversized = _pick(rng, "event_attributes", _oversized_objects(), len(rows))
+    replacements.append(
+        _merged("event_attributes", (attributes_rows, wrong_attributes), (rows, oversized))
+    )
+    return Corruption(kind, tuple(replacements))
+
+
 def corrupt(
     fragments: dict[str, pa.Array],
     event_ms: np.ndarray,
@@ -42,58 +112,16 @@ def corrupt(
     rng: np.random.Generator,
 ) -> tuple[dict[str, pa.Array], np.ndarray]:
     """Corrupt ``share`` of the rows, every kind equally often; return the kind per row."""
-    n = len(event_ms)
-    kind = np.full(n, NOT_MALFORMED, dtype=np.int8)
-    count = min(n, round(share * n))
-    if count == 0:
-        return fragments, kind
-    rows = np.sort(rng.choice(n, size=count, replace=False))
-    kind[rows] = rng.permutation(np.arange(count) % len(KINDS))
-    of_kind = {name: np.flatnonzero(kind == index) for index, name in enumerate(KINDS)}
-    out = dict(fragments)
+    corruption = plan(event_ms, share, rng)
+    return corruption.apply(fragments), corruption.kind
 
-    rows = of_kind["missing_user_id"]
-    drop_key = rng.random(len(rows)) < 0.5  # half omit the key, half send an empty id
-    out["user_id"] = _put(
-        out["user_id"], rows, pa.array(np.where(drop_key, None, '"user_id":""'), type=pa.string())
-    )
 
-    rows = of_kind["unparseable_time"]
-    out["event_time"] = _put(
-        out["event_time"], rows, _pick(rng, "event_time", UNPARSEABLE_TIMES, len(rows), quote=True)
-    )
-
-    rows = of_kind["time_outside_day"]
-    out["event_time"] = _put(
-        out["event_time"],
-        rows,
-        _fragment("event_time", quoted(iso_millis(_other_day(rng, event_ms[rows])))),
-    )
-
-    rows = of_kind["wrong_types"]
-    on_alt_ids = rng.random(len(rows)) < 0.5
-    attributes_rows, alt_rows = rows[~on_alt_ids], rows[on_alt_ids]
-    out["event_attributes"] = _put(
-        out["event_attributes"],
-        attributes_rows,
-        _pick(rng, "event_attributes", WRONG_TYPE_ATTRIBUTES, len(attributes_rows)),
-    )
-    out["alt_ids"] = _put(
-        out["alt_ids"], alt_rows, _pick(rng, "alt_ids", WRONG_TYPE_ALT_IDS, len(alt_rows))
-    )
-
-    rows = of_kind["empty_event_type"]
-    out["event_type"] = _put(
-        out["event_type"], rows, _pick(rng, "event_type", ("",), len(rows), quote=True)
-    )
-
-    rows = of_kind["oversized_attributes"]
-    out["event_attributes"] = _put(
-        out["event_attributes"],
-        rows,
-        _pick(rng, "event_attributes", _oversized_objects(), len(rows)),
-    )
-    return out, kind
+def _merged(field: str, *parts: tuple[np.ndarray, pa.Array]) -> tuple[str, np.ndarray, pa.Array]:
+    """One field's replacements from disjoint row sets, sorted by row."""
+    rows = np.concatenate([part_rows for part_rows, _ in parts])
+    values = pa.concat_arrays([values for _, values in parts])
+    order = np.argsort(rows, kind="stable")
+    return field, rows[order], take(values, order)
 
 
 def _put(array: pa.Array, rows: np.ndarray, values: pa.Array) -> pa.Array:

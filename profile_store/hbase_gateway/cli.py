@@ -12,6 +12,8 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from profile_store.cli_conventions import port_number
+
 from .server import PROTOCOLS, TRANSPORTS, GatewayServer
 from .store import Store
 
@@ -22,7 +24,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     parser.add_argument("--data-dir", required=True, type=Path, help="directory of the store")
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
-        "--port", type=int, default=9090, help="TCP port; 0 picks a free one (default 9090)"
+        "--port", type=port_number, default=9090, help="TCP port; 0 picks a free one (default 9090)"
     )
     parser.add_argument(
         "--transport",

@@ -36,8 +36,10 @@ from profile_store.cli_conventions import (
     add_hbase_options,
     add_json_option,
     fail,
+    integer,
     is_table_not_found,
     missing_table_message,
+    number,
     require_table_store,
     settings_from_args,
     shorten_usage,
@@ -97,20 +99,22 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
 
     linked = _command(commands, "linked", "the other ids of an id's person", run_linked)
     linked.add_argument("id", help="a profile id")
-    linked.add_argument("--limit", type=int, default=100, help="most ids listed (default 100)")
+    linked.add_argument("--limit", type=integer, default=100, help="most ids listed (default 100)")
 
     masters = _command(commands, "masters", "a page of master profile ids", run_masters)
-    masters.add_argument("--page-size", type=int, default=100, help="ids per page (default 100)")
+    masters.add_argument(
+        "--page-size", type=integer, default=100, help="ids per page (default 100)"
+    )
     masters.add_argument("--after", help="the previous page's next token")
 
     purge = _command(commands, "purge", "delete expired segment cells, throttled", run_purge)
     purge.add_argument(
         "--max-rows-per-second",
-        type=float,
+        type=number,
         default=DEFAULT_PURGE_RATE,
         help="scan rate ceiling (default %(default)s)",
     )
-    purge.add_argument("--max-rows", type=int, help="stop after this many rows (default: all)")
+    purge.add_argument("--max-rows", type=integer, help="stop after this many rows (default: all)")
     purge.add_argument("--after", help="start after this profile id (a stopped purge's token)")
     for command in commands.choices.values():
         shorten_usage(command)
