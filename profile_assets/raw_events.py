@@ -41,6 +41,14 @@ def ingest_metadata(summary: IngestSummary) -> dict:
         "quarantined_by_reason": MetadataValue.json(summary.quarantined_by_reason),
         "duplicates_dropped": summary.duplicates_dropped,
         "landing_files": summary.landing_files,
+        "unreadable_files": len(summary.unreadable_files),
+        "unreadable_bytes_pct": round(summary.unreadable_share * 100, 4),
+        "unreadable_file_list": MetadataValue.json(
+            [
+                {"path": f.path, "reason": f.reason, "bytes": f.bytes, "detail": f.detail}
+                for f in summary.unreadable_files
+            ]
+        ),
         "landing_digest": summary.landing_digest,
         "apps": MetadataValue.json(summary.apps),
         "min_event_time": str(summary.min_event_time),
@@ -76,4 +84,9 @@ def raw_events(
         f"{day}: {summary.clean_rows:,} clean rows, {summary.quarantined_rows:,} quarantined, "
         f"{summary.duplicates_dropped:,} duplicates dropped"
     )
+    for unreadable in summary.unreadable_files:
+        context.log.warning(
+            f"{day}: {unreadable.path} ({unreadable.bytes:,} bytes) quarantined whole, "
+            f"{unreadable.reason}: {unreadable.detail}"
+        )
     return MaterializeResult(metadata=ingest_metadata(summary))

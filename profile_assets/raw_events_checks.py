@@ -16,10 +16,12 @@ from dagster import (
 )
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
+from pyspark.sql import functions as F
 
 from profile_assets.partitions import daily_partitions
 from profile_assets.raw_events import raw_events
 from profile_store.events import expectations
+from profile_store.events.ingest import landing_files
 from profile_store.lake_layout import events_day, quarantine_day
 from resources.lake import LakeResource
 
@@ -104,7 +106,11 @@ def raw_events_event_type(
 
 class QuarantineShareConfig(Config):
     max_share: float = Field(
-        default=0.02, description="Largest acceptable share of received rows quarantined."
+        default=0.02,
+        description=(
+            "Largest acceptable share of received rows quarantined, and of landing bytes in "
+            "unreadable files."
+        ),
     )
 
 
@@ -112,7 +118,10 @@ class QuarantineShareConfig(Config):
     asset=raw_events,
     partitions_def=daily_partitions,
     blocking=True,
-    description="The share of the day's received rows sent to quarantine stays under a limit.",
+    description=(
+        "The share of the day's received rows sent to quarantine, and the share of its landing "
+        "bytes in unreadable (truncated or undecodable) files, each stay under a limit."
+    ),
 )
 def raw_events_quarantine_share(
     context: AssetCheckExecutionContext,
@@ -124,17 +133,31 @@ def raw_events_quarantine_share(
     storage = lake.storage()
     session = spark.spark_session
     clean = session.read.parquet(storage.spark_uri(events_day(day))).count()
-    quarantined = session.read.parquet(storage.spark_uri(quarantine_day(day))).count()
+    quarantine = session.read.parquet(storage.spark_uri(quarantine_day(day)))
+    if "file_bytes" in quarantine.columns:  # written before whole files were quarantined: none
+        counts = quarantine.agg(
+            F.count(F.when(F.col("file_bytes").isNull(), 1)).alias("rows"),
+            F.count("file_bytes").alias("files"),
+            F.coalesce(F.sum("file_bytes"), F.lit(0)).alias("bytes"),
+        ).first()
+        quarantined, files, unreadable_bytes = counts["rows"], counts["files"], counts["bytes"]
+    else:
+        quarantined, files, unreadable_bytes = quarantine.count(), 0, 0
     total = clean + quarantined
     share = quarantined / total if total else 0.0
+    landing_bytes = sum(f.size for f in landing_files(storage, day))
+    unreadable_share = unreadable_bytes / landing_bytes if landing_bytes else 0.0
     return AssetCheckResult(
-        passed=share <= config.max_share,
+        passed=share <= config.max_share and unreadable_share <= config.max_share,
         severity=AssetCheckSeverity.ERROR,
         metadata={
             "quarantined_pct": round(share * 100, 4),
             "max_quarantined_pct": config.max_share * 100,
+            "unreadable_bytes_pct": round(unreadable_share * 100, 4),
+            "max_unreadable_bytes_pct": config.max_share * 100,
             "quarantined_rows": quarantined,
             "clean_rows": clean,
+            "unreadable_files": files,
         },
     )
 

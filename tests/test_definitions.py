@@ -98,3 +98,40 @@ def test_the_quarantine_check_shows_its_percent_beside_its_bar(spark, tmp_path):
     assert keys[:2] == ["quarantined_pct", "max_quarantined_pct"]
     assert evaluation.metadata["quarantined_pct"].value == round(10 / 60 * 100, 4)
     assert evaluation.metadata["max_quarantined_pct"].value == 2.0
+
+
+def write_truncated_file(root, name: str, rows: list[str]) -> int:
+    data = gzip.compress(("\n".join(rows) + "\n").encode())
+    path = root / landing_day(DAY) / name
+    path.write_bytes(data[: len(data) // 2])
+    return len(data) // 2
+
+
+def test_a_truncated_file_is_listed_in_the_metadata_and_the_day_materializes(spark, tmp_path):
+    write_day(tmp_path, landing_rows(5_000))
+    size = write_truncated_file(tmp_path, "part-00001.jsonl.gz", landing_rows(20))
+    result = run_day(tmp_path)
+    assert result.success
+    metadata = result.asset_materializations_for_node("raw_events")[0].metadata
+    assert metadata["dagster/row_count"].value == 5_000
+    assert metadata["unreadable_files"].value == 1
+    ((listed),) = metadata["unreadable_file_list"].value
+    assert listed["path"] == f"{landing_day(DAY)}/part-00001.jsonl.gz"
+    assert (listed["reason"], listed["bytes"]) == ("truncated_file", size)
+    # A small share of the day's bytes: the quarantine check passes and downstream may run.
+    assert check_outcomes(result)["raw_events_quarantine_share"] is True
+
+
+def test_a_day_whose_files_are_mostly_unreadable_fails_the_quarantine_check(spark, tmp_path):
+    write_day(tmp_path, landing_rows(50))
+    for index in range(1, 4):
+        write_truncated_file(tmp_path, f"part-0000{index}.jsonl.gz", landing_rows(2_000))
+    [evaluation] = [
+        e
+        for e in run_day(tmp_path).get_asset_check_evaluations()
+        if e.check_name == "raw_events_quarantine_share"
+    ]
+    assert evaluation.passed is False
+    assert evaluation.metadata["quarantined_pct"].value == 0.0
+    assert evaluation.metadata["unreadable_bytes_pct"].value > 50
+    assert evaluation.metadata["unreadable_files"].value == 3

@@ -6,10 +6,11 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from pyspark import StorageLevel
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from profile_store.events.schema import CORRUPT_RECORD, LANDING_SCHEMA
+from profile_store.events.schema import CORRUPT_RECORD, LANDING_SCHEMA, SOURCE_FILE
+from profile_store.events.unreadable_files import UnreadableFile, unreadable_files
 from profile_store.events.validation import (
     REASONS,
     ValidationRules,
@@ -20,6 +21,8 @@ from profile_store.events.validation import (
 from profile_store.lake_layout import SUCCESS_MARKER, events_day, landing_day, quarantine_day
 from profile_store.lake_storage import LakeFile, LakeStorage
 from profile_store.landing_watch import is_landing_data, landing_digest
+
+QUARANTINE_ROW_FIELDS = ("event_id", "app_id", "user_id", "event_type")
 
 
 class NoLandingData(RuntimeError):
@@ -35,6 +38,8 @@ class IngestSummary:
     clean_rows: int
     duplicates_dropped: int
     quarantined_by_reason: dict[str, int] = field(default_factory=dict)
+    unreadable_files: list[UnreadableFile] = field(default_factory=list)
+    landing_bytes: int = 0
     apps: list[str] = field(default_factory=list)
     min_event_time: datetime | None = None
     max_event_time: datetime | None = None
@@ -48,6 +53,26 @@ class IngestSummary:
     @property
     def quarantine_share(self) -> float:
         return self.quarantined_rows / self.received_rows if self.received_rows else 0.0
+
+    @property
+    def unreadable_share(self) -> float:
+        """The share of the day's landing bytes in files that could not be read."""
+        unreadable = sum(problem.bytes for problem in self.unreadable_files)
+        return unreadable / self.landing_bytes if self.landing_bytes else 0.0
+
+
+def _file_records(spark: SparkSession, storage: LakeStorage, unreadable: list) -> DataFrame:
+    """One quarantine record per unreadable file: its reason, path and size, no event fields."""
+    rows = [(p.reason, storage.spark_uri(p.path), p.bytes) for p in unreadable]
+    records = spark.createDataFrame(rows, "reason string, source_file string, file_bytes long")
+    return records.select(
+        "reason",
+        *(F.lit(None).cast("string").alias(name) for name in QUARANTINE_ROW_FIELDS),
+        F.lit(None).cast("timestamp").alias("event_time"),
+        F.lit(None).cast("string").alias("raw"),
+        SOURCE_FILE,
+        "file_bytes",
+    )
 
 
 def landing_files(storage: LakeStorage, day: date) -> list[LakeFile]:
@@ -76,12 +101,18 @@ def ingest_day(
         raise NoLandingData(
             f"no landing files for {day.isoformat()} under {storage.spark_uri(landing_day(day))}"
         )
+    uris = [storage.spark_uri(f.path) for f in files]
+    unreadable = unreadable_files(spark, files, uris)
+    left_out = {problem.path for problem in unreadable}
+    readable = [uri for f, uri in zip(files, uris, strict=True) if f.path not in left_out]
     landing = (
         spark.read.schema(LANDING_SCHEMA)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT_RECORD)
-        .json([storage.spark_uri(f.path) for f in files])
-    )
+        .json(readable)
+        if readable
+        else spark.createDataFrame([], LANDING_SCHEMA)
+    ).withColumn(SOURCE_FILE, F.input_file_name())
     classified = classify(landing, day, rules).persist(StorageLevel.MEMORY_AND_DISK)
     try:
         counts = {
@@ -101,7 +132,10 @@ def ingest_day(
             .write.mode("overwrite")
             .parquet(events_uri)
         )
-        quarantined_rows(classified).coalesce(1).write.mode("overwrite").parquet(quarantine_uri)
+        quarantine = quarantined_rows(classified)
+        if unreadable:
+            quarantine = quarantine.unionByName(_file_records(spark, storage, unreadable))
+        quarantine.coalesce(1).write.mode("overwrite").parquet(quarantine_uri)
     finally:
         classified.unpersist()
 
@@ -120,6 +154,8 @@ def ingest_day(
         clean_rows=stats["rows"],
         duplicates_dropped=passed - stats["rows"],
         quarantined_by_reason={r: counts[r] for r in REASONS if counts.get(r)},
+        unreadable_files=unreadable,
+        landing_bytes=sum(f.size for f in files),
         apps=list(stats["apps"] or []),
         min_event_time=stats["min_time"],
         max_event_time=stats["max_time"],

@@ -16,6 +16,7 @@ from pyspark.sql.types import (
 )
 
 CORRUPT_RECORD = "_corrupt_record"
+SOURCE_FILE = "source_file"
 
 ID_TYPES = ("cookie", "idfa", "gaid")
 
@@ -64,4 +65,6 @@ QUARANTINE_COLUMNS = (
     "event_type",
     "event_time",
     "raw",
+    "source_file",  # the landing file the row (or the unreadable file) came from
+    "file_bytes",  # set only for a whole unreadable file (reason truncated/undecodable_file)
 )

@@ -12,7 +12,7 @@ from datetime import UTC, date, datetime, timedelta
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from profile_store.events.schema import CORRUPT_RECORD, EVENT_COLUMNS, ID_TYPES
+from profile_store.events.schema import CORRUPT_RECORD, EVENT_COLUMNS, ID_TYPES, SOURCE_FILE
 
 REASONS = (
     "malformed_record",
@@ -112,9 +112,18 @@ def clean_events(classified: DataFrame) -> DataFrame:
 
 
 def quarantined_rows(classified: DataFrame) -> DataFrame:
-    """Rejected rows with their reason and the row as received (``raw``)."""
-    received = [c for c in classified.columns if c not in (CORRUPT_RECORD, "event_ts", "reason")]
+    """Rejected rows with their reason, the row as received (``raw``) and its landing file."""
+    derived = (CORRUPT_RECORD, "event_ts", "reason", SOURCE_FILE)
+    received = [c for c in classified.columns if c not in derived]
     raw = F.coalesce(F.col(CORRUPT_RECORD), F.to_json(F.struct(*received)))
     return classified.where(F.col("reason").isNotNull()).select(
-        "reason", "event_id", "app_id", "user_id", "event_type", "event_time", raw.alias("raw")
+        "reason",
+        "event_id",
+        "app_id",
+        "user_id",
+        "event_type",
+        "event_time",
+        raw.alias("raw"),
+        SOURCE_FILE,
+        F.lit(None).cast("long").alias("file_bytes"),
     )
