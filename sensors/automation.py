@@ -9,11 +9,13 @@ the self-dependent assets in order.
 
 from dagster import AssetSelection, AutomationConditionSensorDefinition, DefaultSensorStatus
 
+from sensors.interval import sensor_interval_seconds
+
 automation_sensor = AutomationConditionSensorDefinition(
     "automation_sensor",
     target=AssetSelection.all(),
     default_status=DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=sensor_interval_seconds(),
     emit_backfills=True,
     description=(
         "Recomputes a day's downstream assets when one of that day's inputs changed outside a "

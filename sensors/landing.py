@@ -21,6 +21,7 @@ from dagster import (
 from profile_assets.partitions import daily_partitions
 from profile_store.landing_watch import changed_days, complete_days
 from resources.lake import LakeResource
+from sensors.interval import sensor_interval_seconds
 
 daily_pipeline = define_asset_job(
     "daily_pipeline",
@@ -55,7 +56,7 @@ def already_ingested(instance: DagsterInstance, day: str, digest: str) -> bool:
 
 @sensor(
     job=daily_pipeline,
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=sensor_interval_seconds(),
     default_status=DefaultSensorStatus.RUNNING,
     description=(
         "Watches landing/date=*/ (local directory or S3 prefix). A day whose complete files "

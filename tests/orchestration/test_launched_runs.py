@@ -62,6 +62,7 @@ def dagster(tmp_path_factory):
             "PROFILES_LAKE_ROOT": str(lake),
             "PROFILES_HBASE_DATA_DIR": str(tmp_path_factory.mktemp("hbase")),
             "SPARK_SHUFFLE_PARTITIONS": "2",
+            "PROFILES_SENSOR_INTERVAL_SECONDS": "5",
         },
     )
     services.held_back = generated / "landing" / f"date={DAYS[3]}"

@@ -48,9 +48,12 @@ def pipeline(spark, tmp_path_factory):
 
     checks = {}
 
-    def run(day: str, run_config: dict | None = None) -> dict:
+    def run(day: str, run_config: dict | None = None, *, upstream: bool = True) -> dict:
+        """The day through compaction; ``upstream=False``: compaction (and checks) alone, over
+        the events and identity components an earlier run of the day left."""
+        inputs = [raw_events, identity_edges, identity_components] if upstream else []
         result = materialize(
-            [raw_events, identity_edges, identity_components, compacted_profiles, *profile_checks],
+            [*inputs, compacted_profiles, *profile_checks],
             partition_key=day,
             resources=resources,
             instance=instance,
@@ -70,7 +73,7 @@ def pipeline(spark, tmp_path_factory):
 @pytest.fixture(scope="module")
 def built(pipeline):
     root, hbase, run = pipeline
-    metadata = [run(day) for day in DAYS]
+    metadata = [run(day) for day in DAYS]  # the only runs of the upstream assets
     return root, hbase, run, metadata
 
 
@@ -180,7 +183,7 @@ def test_an_unsynced_segment_reaches_every_id_of_the_person_and_is_consumed(buil
     with _table(hbase) as connection:
         table = connection.table(PROFILE_TABLE)
         table.put(profile_key(other), {column(b"u", "realtime_vip"): encode_ms(expiry)})
-    run(DAYS[1])
+    run(DAYS[1], upstream=False)
     with _table(hbase) as connection:
         table = connection.table(PROFILE_TABLE)
         for profile in ids:
@@ -188,7 +191,7 @@ def test_an_unsynced_segment_reaches_every_id_of_the_person_and_is_consumed(buil
             assert row.segments["realtime_vip"] == expiry
             assert row.unsynced == {}
     # A re-run of the same day still has it: consumed cells are kept in the lake.
-    run(DAYS[1])
+    run(DAYS[1], upstream=False)
     with _table(hbase) as connection:
         row = connection.table(PROFILE_TABLE).row(profile_key(master))
     assert row[column(b"g", "realtime_vip")] == encode_ms(expiry)
@@ -207,9 +210,9 @@ def test_a_full_recompute_writes_the_same_rows_as_the_incremental_days(built, sp
                 rows[key] = (row.master, row.devices, row.segments, counters)
             return rows
 
-    run(DAYS[1])
+    run(DAYS[1], upstream=False)
     incremental = snapshot()
-    metadata = run(DAYS[1], FULL)
+    metadata = run(DAYS[1], FULL, upstream=False)
     assert metadata["mode"] == "full"
     assert snapshot() == incremental
 
@@ -225,7 +228,7 @@ def test_a_bad_segment_feed_line_fails_the_day_naming_the_field_and_applies_noth
     (feed / "part-0.jsonl").write_text("\n".join(json.dumps(line) for line in lines))
     try:
         with pytest.raises(Exception) as failure:
-            run(DAYS[1])
+            run(DAYS[1], upstream=False)
         error = str(getattr(failure.value, "user_exception", failure.value))
         assert "expires_at" in error and "nothing applied" in error
     finally:
@@ -241,7 +244,7 @@ def test_a_feed_segment_reaches_every_id_of_the_person_and_survives_a_full_recom
     (feed / "part-1.jsonl").write_text(json.dumps(line) + "\n")
     expiry = encode_ms(1_924_992_000_000)  # 2031-01-01T00:00Z
     for run_config in (None, FULL):
-        run(DAYS[1], run_config)
+        run(DAYS[1], run_config, upstream=False)
         with _table(hbase) as connection:
             table = connection.table(PROFILE_TABLE)
             for profile in ids:
