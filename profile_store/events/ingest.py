@@ -12,6 +12,7 @@ from pyspark.sql import functions as F
 from profile_store.events.schema import CORRUPT_RECORD, LANDING_SCHEMA, SOURCE_FILE
 from profile_store.events.unreadable_files import UnreadableFile, unreadable_files
 from profile_store.events.validation import (
+    QUARANTINED_FIELDS,
     REASONS,
     ValidationRules,
     classify,
@@ -21,8 +22,6 @@ from profile_store.events.validation import (
 from profile_store.lake_layout import SUCCESS_MARKER, events_day, landing_day, quarantine_day
 from profile_store.lake_storage import LakeFile, LakeStorage
 from profile_store.landing_watch import is_landing_data, landing_digest
-
-QUARANTINE_ROW_FIELDS = ("event_id", "app_id", "user_id", "event_type")
 
 
 class NoLandingData(RuntimeError):
@@ -67,9 +66,9 @@ def _file_records(spark: SparkSession, storage: LakeStorage, unreadable: list) -
     records = spark.createDataFrame(rows, "reason string, source_file string, file_bytes long")
     return records.select(
         "reason",
-        *(F.lit(None).cast("string").alias(name) for name in QUARANTINE_ROW_FIELDS),
-        F.lit(None).cast("timestamp").alias("event_time"),
+        *(F.lit(None).cast("string").alias(name) for name in QUARANTINED_FIELDS),
         F.lit(None).cast("string").alias("raw"),
+        F.lit(None).cast("binary").alias("raw_bytes"),
         SOURCE_FILE,
         "file_bytes",
     )

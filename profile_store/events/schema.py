@@ -64,7 +64,8 @@ QUARANTINE_COLUMNS = (
     "user_id",
     "event_type",
     "event_time",
-    "raw",
+    "raw",  # valid UTF-8 always (invalid bytes replaced by U+FFFD)
+    "raw_bytes",  # the exact bytes, only when the received line was not valid UTF-8
     "source_file",  # the landing file the row (or the unreadable file) came from
     "file_bytes",  # set only for a whole unreadable file (reason truncated/undecodable_file)
 )

@@ -26,6 +26,7 @@ REASONS = (
     "oversized_attributes",
 )
 
+QUARANTINED_FIELDS = ("event_id", "app_id", "user_id", "event_type", "event_time")
 _TIME_FORMATS = ("yyyy-MM-dd'T'HH:mm:ss.SSSXXX", "yyyy-MM-dd'T'HH:mm:ssXXX")
 
 
@@ -112,18 +113,19 @@ def clean_events(classified: DataFrame) -> DataFrame:
 
 
 def quarantined_rows(classified: DataFrame) -> DataFrame:
-    """Rejected rows with their reason, the row as received (``raw``) and its landing file."""
+    """Rejected rows with their reason, the row as received and its landing file.
+
+    ``raw`` is always valid UTF-8 (any Parquet reader decodes it): a line that was not has its
+    invalid bytes replaced by U+FFFD there, and its exact bytes in ``raw_bytes`` (null otherwise).
+    """
     derived = (CORRUPT_RECORD, "event_ts", "reason", SOURCE_FILE)
     received = [c for c in classified.columns if c not in derived]
     raw = F.coalesce(F.col(CORRUPT_RECORD), F.to_json(F.struct(*received)))
     return classified.where(F.col("reason").isNotNull()).select(
         "reason",
-        "event_id",
-        "app_id",
-        "user_id",
-        "event_type",
-        "event_time",
-        raw.alias("raw"),
+        *(F.make_valid_utf8(name).alias(name) for name in QUARANTINED_FIELDS),
+        F.make_valid_utf8(raw).alias("raw"),
+        F.when(~F.is_valid_utf8(raw), raw.cast("binary")).alias("raw_bytes"),
         SOURCE_FILE,
         F.lit(None).cast("long").alias("file_bytes"),
     )

@@ -141,3 +141,21 @@ def test_attribute_limits_are_configurable(spark, storage, tmp_path):
 def test_invalid_rules_are_rejected_with_the_field_name():
     with pytest.raises(ValueError, match="max_attributes"):
         ValidationRules(max_attributes=0)
+
+
+def test_a_line_that_is_not_utf8_is_quarantined_readable_by_any_parquet_reader(
+    spark, storage, tmp_path
+):
+    import pyarrow.parquet as pq
+
+    not_utf8 = json.dumps(event("n1")).encode().replace(b'"u-n1"', b'"u-\xff\xfe"')
+    garbage = b"\xff\xfe\xfd garbage"
+    path = tmp_path / landing_day(DAY) / "part-00000.jsonl.gz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    good = json.dumps(event("1")).encode()
+    path.write_bytes(gzip.compress(b"\n".join([good, not_utf8, garbage]) + b"\n"))
+    summary = ingest_day(spark, storage, DAY)
+    assert summary.clean_rows == 1 and summary.quarantined_by_reason == {"malformed_record": 2}
+    records = pq.read_table(summary.quarantine_uri.removeprefix("file://")).to_pylist()
+    assert sorted(r["raw_bytes"] for r in records) == sorted([not_utf8, garbage])
+    assert all("\ufffd" in r["raw"] for r in records)
