@@ -121,6 +121,14 @@ def integer(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
 
 
+def positive_number(text: str) -> float:
+    """An argument type: a number > 0 (seconds, a rate)."""
+    value = number(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be greater than 0, got {text}")
+    return value
+
+
 def number(text: str) -> float:
     """An argument type: any number; its range is the command's to check."""
     try:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import contextlib
 import os
 import queue
+import select
+import socket
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -179,9 +181,32 @@ def table_opener(
     @contextlib.contextmanager
     def open_table() -> Iterator[happybase.Table]:
         with pool.connection() as connection:
+            reopen_if_closed_by_server(connection)
             yield connection.table(table_name)
 
     return open_table
+
+
+def reopen_if_closed_by_server(connection: happybase.Connection) -> None:
+    """Reconnect a pooled connection the server closed while it sat idle.
+
+    Thrift servers close idle connections (HBase's after 60 s, the embedded gateway's after its
+    ``--idle-timeout``); happybase's pool would hand such a connection out and fail the first
+    call on it. A closed socket reads as end-of-file without blocking, so the check is free.
+    """
+    raw = getattr(connection.transport, "sock", None)  # the socket (Cython) or its TSocket
+    raw = raw if isinstance(raw, socket.socket) else getattr(raw, "sock", None)
+    if not isinstance(raw, socket.socket):
+        return
+    try:
+        readable, _, _ = select.select([raw], [], [], 0)
+        closed = bool(readable) and raw.recv(1, socket.MSG_PEEK) == b""
+    except OSError:
+        closed = True
+    if closed:
+        connection.close()
+        connection._refresh_thrift_client()
+        connection.open()
 
 
 def sketch_table_opener(

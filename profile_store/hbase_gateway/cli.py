@@ -12,9 +12,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from profile_store.cli_conventions import port_number
+from profile_store.cli_conventions import port_number, positive_int, positive_number
 
-from .server import PROTOCOLS, TRANSPORTS, GatewayServer
+from .server import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    PROTOCOLS,
+    TRANSPORTS,
+    GatewayServer,
+)
 from .store import Store
 
 logger = logging.getLogger("profile_store.hbase_gateway")
@@ -38,6 +44,20 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         choices=sorted(PROTOCOLS),
         default="binary",
         help="Thrift protocol: binary, or compact as `hbase thrift start -c` (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=positive_int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        help="client connections served at once; further ones are closed at once "
+        "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=positive_number,
+        default=DEFAULT_IDLE_TIMEOUT_S,
+        metavar="SECONDS",
+        help="close a connection idle this long (default %(default)s)",
     )
     parser.add_argument(
         "--ready-file",
@@ -79,7 +99,13 @@ def run(args: argparse.Namespace) -> int:
     store = Store(args.data_dir)
     try:
         server = GatewayServer(
-            store, host=args.host, port=args.port, transport=args.transport, protocol=args.protocol
+            store,
+            host=args.host,
+            port=args.port,
+            transport=args.transport,
+            protocol=args.protocol,
+            max_connections=args.max_connections,
+            idle_timeout_s=args.idle_timeout,
         )
     except BaseException:
         store.close()

@@ -41,8 +41,11 @@ class EmbeddedGateway:
         protocol: str = "binary",
         startup_timeout: float = 30.0,
         log_path: str | Path | None = None,
+        server_args: tuple[str, ...] = (),
     ) -> None:
+        """``server_args``: more ``hbase-gateway`` options, e.g. ``("--max-connections", "8")``."""
         self.data_dir = Path(data_dir)
+        self.server_args = tuple(server_args)
         self.host = host
         self.requested_port = port
         self.transport = transport
@@ -94,6 +97,7 @@ class EmbeddedGateway:
             "--ready-file",
             str(ready_file),
             "--exit-with-stdin",
+            *self.server_args,
         ]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)

@@ -1,8 +1,12 @@
 """The gateway's network side: a threaded Thrift server speaking HBase's Thrift-1 protocol.
 
-One thread per client connection and no read timeout: happybase's ``ConnectionPool`` keeps
-connections idle for arbitrarily long, and thriftpy2's stock server (3 s client timeout) would
-drop them. Transport (buffered/framed) and protocol (binary/compact) are chosen at start-up,
+One thread per client connection, at most ``max_connections`` of them: a connection beyond the
+cap is closed at once (HBase's own Thrift server also rejects what its bounded pool cannot take),
+and a thread that cannot be started is logged and its connection closed, never the server's end.
+A connection idle for ``idle_timeout_s`` is closed (HBase's closes after 60 s by default), long
+enough for happybase's pooled connections between a pipeline's calls, so idle sockets cannot
+hold the server's threads forever; thriftpy2's stock server (3 s client timeout) would drop
+pooled clients. Transport (buffered/framed) and protocol (binary/compact) are chosen at start-up,
 exactly as HBase's own ``hbase thrift start [-f] [-c]``; the Cython implementations are used
 where thriftpy2 has them.
 """
@@ -101,6 +105,10 @@ class GatewayProcessor(TProcessor):
         return False
 
 
+DEFAULT_MAX_CONNECTIONS = 256
+DEFAULT_IDLE_TIMEOUT_S = 3600.0
+
+
 class GatewayServer:
     """Listens on ``host:port`` (port 0 picks a free one) and serves until ``shutdown()``."""
 
@@ -111,7 +119,16 @@ class GatewayServer:
         port: int = 9090,
         transport: str = "buffered",
         protocol: str = "binary",
+        max_connections: int = DEFAULT_MAX_CONNECTIONS,
+        idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
     ) -> None:
+        if max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+        if not idle_timeout_s > 0:
+            raise ValueError(f"idle_timeout_s must be greater than 0, got {idle_timeout_s}")
+        self.max_connections = max_connections
+        self.idle_timeout_s = idle_timeout_s
+        self.refused = 0  # connections closed at once: over the cap or no thread for them
         if transport not in TRANSPORTS:
             raise ValueError(f"transport must be one of {sorted(TRANSPORTS)}, got {transport!r}")
         if protocol not in PROTOCOLS:
@@ -146,18 +163,40 @@ class GatewayServer:
                     if self._stopping.is_set():
                         break
                     raise
-                thread = threading.Thread(
-                    target=self._serve_client,
-                    args=(client,),
-                    name="hbase-gateway-client",
-                    daemon=True,
-                )
-                with self._clients_lock:
-                    self._clients[client] = thread
-                thread.start()
+                self._admit(client)
         finally:
             self._listener.close()
             self._drain()
+
+    def _admit(self, client: socket.socket) -> None:
+        """Serve ``client`` on its own thread, or close it if the cap is reached or no thread
+        can be started; either way the accept loop goes on."""
+        with self._clients_lock:
+            full = len(self._clients) >= self.max_connections
+        if full:
+            self._refuse(client, f"{self.max_connections} connections open (the cap)")
+            return
+        thread = threading.Thread(
+            target=self._serve_client, args=(client,), name="hbase-gateway-client", daemon=True
+        )
+        with self._clients_lock:
+            self._clients[client] = thread
+        try:
+            self._start(thread)
+        except RuntimeError as error:  # "can't start new thread": out of memory or a ulimit
+            with self._clients_lock:
+                self._clients.pop(client, None)
+            self._refuse(client, f"no thread could be started ({error})")
+
+    def _start(self, thread: threading.Thread) -> None:
+        thread.start()
+
+    def _refuse(self, client: socket.socket, why: str) -> None:
+        self.refused += 1
+        if self.refused == 1 or self.refused % 100 == 0:
+            logger.warning("connection refused: %s; %d refused so far", why, self.refused)
+        with contextlib.suppress(OSError):
+            client.close()
 
     def shutdown(self) -> None:
         """Stop accepting and end idle connections; safe to call from a signal handler."""
@@ -174,15 +213,15 @@ class GatewayServer:
             thread.join(timeout)
 
     def _serve_client(self, client: socket.socket) -> None:
-        client.settimeout(None)
+        client.settimeout(self.idle_timeout_s)
         client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         trans = self._transport_factory.get_transport(TSocket(sock=client))
         proto = self._protocol_factory.get_protocol(trans)
         try:
             while not self._stopping.is_set():
                 self._processor.process(proto, proto)
-        except (TTransportException, EOFError, ConnectionError):
-            pass
+        except (TTransportException, EOFError, ConnectionError, TimeoutError):
+            pass  # the client went away or stayed idle past idle_timeout_s
         except Exception:
             logger.exception("client connection failed")
         finally:
