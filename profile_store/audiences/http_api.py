@@ -29,7 +29,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 from thriftpy2.thrift import TException
 from thriftpy2.transport import TTransportException
 from typing_extensions import TypeAliasType
@@ -68,6 +68,9 @@ HEALTH_PATH = "/v1/health"
 # --- documentation of the query tree (validation is query.parse_query, with JSON paths) -------
 
 
+NonEmptyText = Annotated[str, StringConstraints(min_length=1)]
+
+
 class LeafQuery(BaseModel):
     """Users of one app who sent one event type within a date range (UTC days, inclusive)."""
 
@@ -98,7 +101,7 @@ class LeafQuery(BaseModel):
         le=MAX_MIN_COUNT,
         description="Only users with at least this many such events in the range.",
     )
-    attributes: dict[str, str] = Field(
+    attributes: dict[NonEmptyText, NonEmptyText] = Field(
         default_factory=dict,
         description="Event attribute filters (name: value, all must match). Filtering on an "
         "attribute that was trimmed or never seen is a 422, never a silently wrong number.",

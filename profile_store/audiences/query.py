@@ -18,6 +18,7 @@ and the problem; a query that parses is structurally sound, so evaluation never 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from typing import Any
@@ -120,9 +121,16 @@ def _text(tree: dict, key: str, path: str) -> str:
     return value
 
 
+_ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
 def _day(tree: dict, key: str, path: str) -> date:
+    """A calendar day written YYYY-MM-DD; Python's other ISO forms (``20261101``,
+    ``2026-W44-7``) are not accepted, as the published schema's ``format: date`` says."""
     text = _text(tree, key, path)
     try:
+        if not _ISO_DAY.fullmatch(text):
+            raise ValueError(text)
         return date.fromisoformat(text)
     except ValueError:
         raise QueryError(f"{path}.{key}", f"not a date (YYYY-MM-DD): {text!r}") from None
@@ -144,12 +152,16 @@ def _parse_leaf(tree: dict, path: str, limits: QueryLimits) -> Leaf:
         isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1
     ):
         raise QueryError(f"{path}.min_count", "must be a positive integer")
-    attributes = tree.get("attributes") or {}
+    attributes = tree.get("attributes", {})
     if not isinstance(attributes, dict):
-        raise QueryError(f"{path}.attributes", "expected an object of name: value")
+        raise QueryError(
+            f"{path}.attributes", "expected an object of name: value (omit it for no filter)"
+        )
     for name, value in attributes.items():
-        if not isinstance(value, str):
-            raise QueryError(f"{path}.attributes.{name}", "value must be a string")
+        if not name:
+            raise QueryError(f'{path}.attributes[""]', "an attribute name must not be empty")
+        if not isinstance(value, str) or not value:
+            raise QueryError(f"{path}.attributes.{name}", "value must be a non-empty string")
     return Leaf(
         path=path,
         app_id=_text(tree, "app_id", path),

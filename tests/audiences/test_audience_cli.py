@@ -80,6 +80,14 @@ def test_a_query_error_exits_2_naming_the_json_path(tmp_path, hbase_flags, capsy
     assert captured.err == "query error at $.difference[1].min_count: must be a positive integer\n"
 
 
+def test_an_empty_attribute_name_exits_2_without_a_traceback(tmp_path, hbase_flags, capsys):
+    tree = leaf("purchase", attributes={"": "red"})
+    code = cli.main(["estimate", write_query(tmp_path, tree), *hbase_flags])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert err == 'query error at $.attributes[""]: an attribute name must not be empty\n'
+
+
 def test_an_unanswerable_query_exits_2_naming_the_json_path(tmp_path, hbase_flags, capsys):
     tree = leaf("purchase", attributes={"order_id": "o-1"})
     code = cli.main(["estimate", write_query(tmp_path, tree), *hbase_flags])

@@ -97,6 +97,12 @@ def test_an_invalid_query_is_400_naming_the_json_path(client):
     }
 
 
+def test_a_leaf_with_an_empty_attribute_name_is_400_not_500(client):
+    response = post(client, leaf("purchase", attributes={"": "red"}))
+    assert response.status_code == 400
+    assert response.json()["path"] == '$.attributes[""]'
+
+
 @pytest.mark.parametrize(
     ("query", "path", "problem"),
     [

@@ -68,6 +68,14 @@ def test_unparseable_date_is_located():
     assert error_of(leaf(date_to="next week")).path == "$.date_to"
 
 
+@pytest.mark.parametrize(
+    "other_iso_form", ["20261107", "2026-W45-6", "2026-311", "2026-11-07T00:00"]
+)
+def test_only_yyyy_mm_dd_is_a_date(other_iso_form):
+    err = error_of(leaf(date_to=other_iso_form))
+    assert err.path == "$.date_to" and "YYYY-MM-DD" in err.problem
+
+
 def test_date_from_after_date_to_is_rejected():
     err = error_of(leaf(date_from="2026-11-09"))
     assert err.path == "$.date_from" and "after date_to" in err.problem
@@ -85,6 +93,21 @@ def test_min_count_must_be_a_positive_integer(bad):
 
 def test_attribute_values_must_be_strings():
     assert error_of(leaf(attributes={"level": 3})).path == "$.attributes.level"
+
+
+@pytest.mark.parametrize("not_a_filter", [[], "", None, 0])
+def test_attributes_that_are_not_an_object_are_rejected_not_read_as_no_filter(not_a_filter):
+    err = error_of({"attributes": not_a_filter, **leaf()})
+    assert err.path == "$.attributes" and "expected an object" in err.problem
+
+
+def test_an_empty_attribute_name_is_rejected_naming_it():
+    err = error_of(leaf(attributes={"": "red"}))
+    assert err.path == '$.attributes[""]' and "must not be empty" in err.problem
+
+
+def test_an_empty_attribute_value_is_rejected():
+    assert error_of(leaf(attributes={"color": ""})).path == "$.attributes.color"
 
 
 def test_unknown_leaf_fields_are_rejected():
