@@ -6,19 +6,23 @@ into it, so a client parses one shape and never sees a 500 for anything the serv
 HBase failures map the same way everywhere: unreachable is 503, an error HBase reports is 502.
 """
 
+import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Awaitable, Callable, Iterator
+import os
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from http import HTTPStatus
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
+from starlette.routing import Match
 from thriftpy2.thrift import TException
 from thriftpy2.transport import TTransportException
 
@@ -27,6 +31,8 @@ from profile_store.audiences.tenants import Tenant, Tenants
 logger = logging.getLogger(__name__)
 
 API_KEY_HEADER = "X-API-Key"
+BODY_TIMEOUT_VARIABLE = "PROFILES_HTTP_BODY_TIMEOUT_SECONDS"
+DEFAULT_BODY_TIMEOUT_S = 30.0
 
 
 class ErrorResponse(BaseModel):
@@ -137,6 +143,39 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(400, "invalid_request", message, where or None)
 
 
+def install_options(app: FastAPI) -> None:
+    """``OPTIONS`` on a route answers 204 with the route's methods in ``Allow`` (RFC 9110);
+    on an unknown path it is the usual 404 body."""
+
+    @app.middleware("http")
+    async def options(request: Request, call_next: Callable) -> Response:
+        if request.method != "OPTIONS":
+            return await call_next(request)
+        methods: set[str] = set()
+        for route in app.routes:
+            match, _ = route.matches(request.scope)
+            if match != Match.NONE:
+                methods |= set(getattr(route, "methods", None) or ())
+        if not methods:
+            return error_response(404, "not_found", "Not Found")
+        allow = ", ".join(sorted(methods | {"OPTIONS"}))
+        return Response(status_code=204, headers={"Allow": allow})
+
+
+def body_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """Seconds a request body may take to arrive (``PROFILES_HTTP_BODY_TIMEOUT_SECONDS``)."""
+    text = (os.environ if env is None else env).get(BODY_TIMEOUT_VARIABLE, "")
+    if not text:
+        return DEFAULT_BODY_TIMEOUT_S
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise ValueError(f"{BODY_TIMEOUT_VARIABLE}: expected seconds, got {text!r}") from None
+    if not seconds > 0:
+        raise ValueError(f"{BODY_TIMEOUT_VARIABLE}: must be greater than 0, got {text}")
+    return seconds
+
+
 def tenant_dependency(tenants: Tenants) -> Callable[..., Tenant]:
     """A FastAPI dependency: the tenant of the request's ``X-API-Key``, else a 401."""
     api_key_header = APIKeyHeader(
@@ -163,8 +202,11 @@ def _reject_constant(name: str) -> Any:
 def json_body(max_bytes: int, what: str) -> Callable[[Request], Awaitable[Any]]:
     """A FastAPI dependency: the body decoded as JSON, read only up to ``max_bytes``.
 
-    Errors are 413 (too large, refused before the whole body is read) or 400 (empty, not UTF-8,
-    not JSON, ``NaN``, nested too deeply); ``what`` names the expected body in messages.
+    Errors are 413 (too large, refused before the whole body is read), 408 (the body did not
+    arrive within ``body_timeout_s()``: a client that announces more than it sends no longer
+    holds a connection forever) or 400 (empty, not UTF-8, not JSON, ``NaN``, nested too
+    deeply); ``what`` names the expected body in messages. A client that disconnects while
+    sending is one log line.
     """
 
     async def body(request: Request) -> Any:
@@ -174,11 +216,30 @@ def json_body(max_bytes: int, what: str) -> Callable[[Request], Awaitable[Any]]:
             raise too_large
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > max_bytes:
-                raise too_large
-            chunks.append(chunk)
+        timeout = body_timeout_s()
+        try:
+            async with asyncio.timeout(timeout):
+                async for chunk in request.stream():
+                    size += len(chunk)
+                    if size > max_bytes:
+                        raise too_large
+                    chunks.append(chunk)
+        except TimeoutError:
+            logger.info(
+                "%s %s: body not received within %g s", request.method, request.url.path, timeout
+            )
+            raise ApiError(
+                408, "request_timeout", f"{what} did not arrive within {timeout:g} s", "$"
+            ) from None
+        except ClientDisconnect:
+            logger.info(
+                "%s %s: client disconnected while sending the body",
+                request.method,
+                request.url.path,
+            )
+            raise ApiError(
+                400, "client_disconnected", f"{what} was not sent completely", "$"
+            ) from None
         raw = b"".join(chunks)
         if not raw.strip():
             raise ApiError(400, "invalid_json", f"empty body: expected {what}", "$")

@@ -36,6 +36,7 @@ from profile_store.cli_conventions import (
     shorten_usage,
 )
 from profile_store.hbase_client import hbase_pool, sketch_table_opener, table_opener
+from profile_store.http_conventions import body_timeout_s
 from profile_store.profiles.reads import ProfileReader, key_types_from_env
 from profile_store.profiles.table import PROFILE_TABLE
 
@@ -84,11 +85,15 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         tenants = Tenants.from_file(args.tenants)
         settings = settings_from_args(args)
+        body_timeout_s()  # a bad PROFILES_HTTP_BODY_TIMEOUT_SECONDS stops the start, not a request
     except TenantConfigError as exc:
         print(f"error: tenants: {exc}", file=sys.stderr)
         return EXIT_INPUT
     except InputError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
+        return EXIT_INPUT
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     level = args.log_level.upper()
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

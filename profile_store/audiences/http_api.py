@@ -50,6 +50,7 @@ from profile_store.http_conventions import (
     hbase_failures,
     hbase_reason,
     install_error_handlers,
+    install_options,
     json_body,
     tenant_dependency,
 )
@@ -275,6 +276,7 @@ def create_app(
     )
     install_offline_docs(app)
     install_error_handlers(app)
+    install_options(app)
     current_tenant = tenant_dependency(tenants)
     if profiles is not None:
         app.include_router(profile_router(profiles, current_tenant))

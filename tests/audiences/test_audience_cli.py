@@ -8,6 +8,7 @@ import re
 import signal
 import socket
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -205,14 +206,22 @@ def test_serve_refuses_a_bad_tenants_file_with_exit_2(tmp_path, capsys):
 
 
 @pytest.fixture
-def served(tmp_path, hbase_flags, serve_process):
-    """``serve`` as a real uvicorn process on a free port; yields its base URL."""
-    tenants = tmp_path / "tenants.json"
-    tenants.write_text(
-        json.dumps({"tenants": [{"name": "shop", "api_keys": [SHOP_KEY], "app_ids": ["com.shop"]}]})
-    )
-    command = [sys.executable, "-m", "profile_store.audiences.cli", "serve", "--port", "0"]
-    return serve_process([*command, "--tenants", str(tenants), *hbase_flags])
+def served_factory(tmp_path, hbase_flags, serve_process):
+    """Starts ``serve`` as a real uvicorn process on a free port: (base URL, process)."""
+
+    def start():
+        tenants = tmp_path / "tenants.json"
+        shop = {"name": "shop", "api_keys": [SHOP_KEY], "app_ids": ["com.shop"]}
+        tenants.write_text(json.dumps({"tenants": [shop]}))
+        command = [sys.executable, "-m", "profile_store.audiences.cli", "serve", "--port", "0"]
+        return serve_process([*command, "--tenants", str(tenants), *hbase_flags])
+
+    return start
+
+
+@pytest.fixture
+def served(served_factory):
+    return served_factory()
 
 
 def test_serve_answers_concurrent_requests_and_stops_on_sigterm(served):
@@ -239,3 +248,66 @@ def test_serve_answers_concurrent_requests_and_stops_on_sigterm(served):
     assert httpx.get(f"{url}/v1/health", timeout=30).json()["status"] == "ok"
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=30) == 0
+
+
+def _partial_request(url: str, sent: bytes = b'{"app_id": ') -> socket.socket:
+    """A POST that announces 1,000 body bytes and sends a few."""
+    host, port = url.removeprefix("http://").split(":")
+    sock = socket.create_connection((host, int(port)), timeout=20)
+    head = (
+        "POST /v1/audiences/estimate HTTP/1.1\r\n"
+        f"Host: {host}\r\nX-API-Key: {SHOP_KEY}\r\nContent-Type: application/json\r\n"
+        "Content-Length: 1000\r\n\r\n"
+    )
+    sock.sendall(head.encode() + sent)
+    return sock
+
+
+@pytest.fixture
+def served_with_a_short_body_timeout(monkeypatch, served_factory):
+    monkeypatch.setenv("PROFILES_HTTP_BODY_TIMEOUT_SECONDS", "1")
+    return served_factory()
+
+
+def test_a_body_that_does_not_arrive_in_time_is_408_and_its_connection_closed(
+    served_with_a_short_body_timeout,
+):
+    url, _ = served_with_a_short_body_timeout
+    sock = _partial_request(url)
+    received = b""
+    while chunk := sock.recv(4096):  # the server answers, then closes: recv ends with b""
+        received += chunk
+    sock.close()
+    assert received.startswith(b"HTTP/1.1 408 ")
+    assert b'"error":"request_timeout"' in received
+
+
+def test_a_client_that_disconnects_mid_body_is_one_log_line_not_a_traceback(
+    served_with_a_short_body_timeout, tmp_path
+):
+    url, process = served_with_a_short_body_timeout
+    _partial_request(url).close()
+    time.sleep(1.5)
+    assert httpx.get(f"{url}/v1/health", timeout=30).status_code == 200
+    log = "".join(path.read_text() for path in tmp_path.glob("serve-*.log"))
+    assert "client disconnected while sending the body" in log
+    assert "Traceback" not in log
+
+
+def test_options_answers_204_with_the_allowed_methods(served):
+    url, _ = served
+    response = httpx.options(f"{url}/v1/audiences/estimate", timeout=30)
+    assert response.status_code == 204
+    assert response.headers["allow"] == "OPTIONS, POST"
+    assert httpx.options(f"{url}/v1/nothing-here", timeout=30).status_code == 404
+
+
+def test_a_bad_body_timeout_setting_stops_serve_with_exit_2(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PROFILES_HTTP_BODY_TIMEOUT_SECONDS", "soon")
+    tenants = tmp_path / "tenants.json"
+    shop = {"name": "shop", "api_keys": [SHOP_KEY], "app_ids": ["com.shop"]}
+    tenants.write_text(json.dumps({"tenants": [shop]}))
+    assert cli.main(["serve", "--tenants", str(tenants)]) == 2
+    assert "PROFILES_HTTP_BODY_TIMEOUT_SECONDS: expected seconds, got 'soon'" in (
+        capsys.readouterr().err
+    )
