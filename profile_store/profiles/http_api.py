@@ -143,7 +143,7 @@ class SegmentsBatchRequest(BaseModel):
     )
 
     ids: list[str] = Field(min_length=1, max_length=MAX_IDS)
-    key_type: str | None = None
+    key_type: str | None = Field(default=None, min_length=1)
 
 
 class SegmentsBatchResponse(BaseModel):
@@ -329,10 +329,11 @@ def profile_router(reader: ProfileReader, current_tenant: Callable[..., Tenant])
         key_type: Annotated[
             str | None,
             Query(
+                min_length=1,
                 description="Also accept `id` as an alternate id of this type: `member_id` "
                 "(a login) or `email_sha256` (a hashed email) with the default bridging rules, "
                 "or another `alt_ids` type identity_edges bridges on. A profile row wins, else "
-                "the lookup row names the master."
+                "the lookup row names the master.",
             ),
         ] = None,
     ) -> SegmentsResponse:
@@ -370,8 +371,8 @@ def profile_router(reader: ProfileReader, current_tenant: Callable[..., Tenant])
         response_model=ConnectionResponse,
     )
     def get_connected(
-        a: Annotated[str, Query(description="A profile id.")],
-        b: Annotated[str, Query(description="Another profile id.")],
+        a: Annotated[str, Query(min_length=1, description="A profile id.")],
+        b: Annotated[str, Query(min_length=1, description="Another profile id.")],
     ) -> ConnectionResponse:
         with _answering("a connection check"):
             answer = reader.connected(a, b)
@@ -400,7 +401,9 @@ def profile_router(reader: ProfileReader, current_tenant: Callable[..., Tenant])
     )
     def get_masters(
         page_size: Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE)] = 100,
-        after: Annotated[str | None, Query(description="The previous page's `next_after`.")] = None,
+        after: Annotated[
+            str | None, Query(min_length=1, description="The previous page's `next_after`.")
+        ] = None,
     ) -> MastersResponse:
         with _answering("a masters scan"):
             page = reader.masters(page_size=page_size, after=after)
