@@ -12,8 +12,14 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from profile_store.cli_conventions import port_number, positive_int, positive_number
+from profile_store.cli_conventions import (
+    port_number,
+    positive_int,
+    positive_number,
+    whole_number,
+)
 
+from .compaction import DEFAULT_AFTER_CELLS, DEFAULT_INTERVAL_S, BackgroundCompactor
 from .server import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
@@ -58,6 +64,22 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         default=DEFAULT_IDLE_TIMEOUT_S,
         metavar="SECONDS",
         help="close a connection idle this long (default %(default)s)",
+    )
+    parser.add_argument(
+        "--compact-after-cells",
+        type=whole_number,
+        default=DEFAULT_AFTER_CELLS,
+        metavar="N",
+        help="compact a table in the background once at least N cells (and half of what it "
+        "stored after its last compaction) were written to it; 0 turns background compaction "
+        "off (default %(default)s)",
+    )
+    parser.add_argument(
+        "--compact-interval",
+        type=positive_number,
+        default=DEFAULT_INTERVAL_S,
+        metavar="SECONDS",
+        help="how often the background compaction looks for tables due (default %(default)s)",
     )
     parser.add_argument(
         "--ready-file",
@@ -124,9 +146,16 @@ def run(args: argparse.Namespace) -> int:
     )
     if args.ready_file is not None:
         _write_ready_file(args.ready_file, server)
+    compactor = (
+        BackgroundCompactor(store, args.compact_after_cells, args.compact_interval).start()
+        if args.compact_after_cells
+        else None
+    )
     try:
         server.serve_forever()
     finally:
+        if compactor is not None:
+            compactor.stop()
         store.close()
         logger.info("hbase-gateway on %s stopped", server.address)
     return 0

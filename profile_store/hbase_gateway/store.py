@@ -388,12 +388,33 @@ class Store:
             self._bump_generation(conn)
             self._load_catalog(conn)
 
+    def written_since_compaction(self, name: bytes) -> int:
+        """Cells put or deleted in ``name`` since its last compaction (kept across restarts:
+        an embedded gateway may live for one run only)."""
+        return self._meta(f"written:{self.table(name).table_id}")
+
+    def stored_after_compaction(self, name: bytes) -> int:
+        """The cells ``name`` stored when its last compaction ended (0: never compacted)."""
+        return self._meta(f"stored_after:{self.table(name).table_id}")
+
+    def _meta(self, key: str) -> int:
+        with self._write_lock:
+            found = self._writer.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return found[0] if found else 0
+
+    def stored_cells(self, name: bytes) -> int:
+        """Every cell version the table holds, visible or not (what compaction reclaims)."""
+        info = self.table(name)
+        return self._query(info, f"SELECT count(*) FROM {info.cells_table}", ())[0][0]
+
     def compact(self, name: bytes, major: bool) -> None:
         """Reclaim excess versions and TTL-expired cells; a major compaction also drops markers.
 
         The table is processed in row chunks, each in its own short transaction.
         """
         info = self.table(name)
+        with self._write() as conn:
+            conn.execute("DELETE FROM meta WHERE key = ?", (f"written:{info.table_id}",))
         after: bytes | None = None
         while True:
             with self._write() as conn:
@@ -426,6 +447,12 @@ class Store:
                             (low, high, fam, now - family.ttl_ms),
                         )
             after = high
+        stored = self.stored_cells(name)  # counted on a reader: writers go on meanwhile
+        with self._write() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                (f"stored_after:{info.table_id}", stored),
+            )
         if major:
             with self._write() as conn:
                 conn.execute(f"DELETE FROM {info.markers_table}")
@@ -574,6 +601,7 @@ class Store:
             else:
                 self._apply_puts(conn, info, puts)
                 self._apply_deletes(conn, info, deletes)
+            _add_meta(conn, f"written:{info.table_id}", len(puts) + len(deletes))
 
     def delete_row(self, name: bytes, row: bytes, timestamp: int | None = None) -> None:
         """Delete every family of ``row`` at or before ``timestamp`` (deleteAllRow[Ts])."""
@@ -748,6 +776,14 @@ class Store:
             conn.executemany(
                 upsert, [(row, fam, _COLUMN_MARKER, qual, ts) for row, fam, qual, ts in columns]
             )
+
+
+def _add_meta(conn: sqlite3.Connection, key: str, amount: int) -> None:
+    conn.execute(
+        "INSERT INTO meta VALUES (?, ?) "
+        "ON CONFLICT (key) DO UPDATE SET value = value + excluded.value",
+        (key, amount),
+    )
 
 
 def _filters(selection: ColumnSelection | None, before_ts: int | None) -> tuple[str, list[object]]:
