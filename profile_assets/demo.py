@@ -258,12 +258,14 @@ def main(argv: list[str] | None = None) -> int:
         edges = outcome["assets"].get("identity_edges", {})
         components = outcome["assets"].get("identity_components", {})
         merges = components.get("merges", 0)
+        multi = components.get("component_merges", 0)
         _print(
             f"        identity: {edges.get('dagster/row_count', 0):>7,} graph edges from the day, "
             f"{edges.get('quarantined_keys', 0):,} keys quarantined; "
             f"{components.get('components', 0):,} persons with 2+ ids "
             f"({components.get('mode', '?')}: {components.get('profiles_touched', 0):,} ids "
-            f"recomputed, {merges:,} known person{'' if merges == 1 else 's'} merged into another)"
+            f"recomputed, {merges:,} known person{'' if merges == 1 else 's'} merged into another, "
+            f"{multi:,} of them with 2+ ids)"
         )
         profiles = outcome["assets"].get("compacted_profiles", {})
         _print(

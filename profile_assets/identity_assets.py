@@ -129,7 +129,9 @@ class IdentityComponentsConfig(Config):
         "Connected components of the identity edges (weight >= threshold) with the oldest "
         "profile as master: identity_components/date=D is the assignment profile -> master "
         "after day D, identity_components/_LATEST names the latest. Incremental: the day's new "
-        "edges recompute only the components they touch."
+        "edges recompute only the components they touch. Metadata `merges`: known persons (a "
+        "component, or an id seen on an earlier day without any link) absorbed into another "
+        "today; `component_merges`: those of them that were components of 2+ ids."
     ),
 )
 def identity_components(
@@ -162,6 +164,7 @@ def identity_components(
             "largest_component_size": summary.largest_size,
             "largest_component_master": summary.largest_master or "",
             "merges": change.merges,
+            "component_merges": change.component_merges,
             "splits": change.splits,
             "new_components": change.new_components,
             "profiles_touched": change.profiles_touched,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -37,7 +38,8 @@ class DayChange:
     profiles_touched: int
     edges_recomputed: int
     iterations: int
-    merges: int  # previous components absorbed into another one
+    merges: int  # known persons (previous components or lone ids seen before) absorbed
+    component_merges: int  # of which previous components with 2+ ids
     splits: int  # extra pieces from previous components split by revoked keys
     new_components: int  # components without any previously linked profile
 
@@ -207,44 +209,46 @@ def apply_day(
     return DayResult(assignment, recomputed, touched, before, run.iterations, run.edges, rebuilding)
 
 
-def day_change(result: DayResult) -> DayChange:
-    """Merges, splits and new components caused by the day, from the recomputed part."""
+def day_change(result: DayResult, day_start: datetime) -> DayChange:
+    """Merges, splits and new components caused by the day, from the recomputed part.
+
+    A known person is a previous component, or an id first seen before ``day_start`` that had
+    no link (a person of its own until today); a merge is a known person absorbed into
+    another one, as when a returning browser logs in and its history joins the account's.
+    """
     if result.before is None or result.touched is None:
         components = result.recomputed.select("master").distinct().count()
         return DayChange(
-            result.recomputed.count(), result.edges, result.iterations, 0, 0, components
+            result.recomputed.count(), result.edges, result.iterations, 0, 0, 0, components
         )
     new = result.recomputed.where(F.col("profile") == F.col("master")).count()
-    if not result.rebuilt:
-        # Nothing split: a previous component lands whole in one new component, found by
-        # where its master went.
-        old_masters = result.before.where(F.col("profile") == F.col("master")).select("profile")
-        landed = result.recomputed.join(old_masters, "profile", "left_semi")
-        counts = landed.agg(
-            F.count(F.lit(1)).alias("old"), F.countDistinct("master").alias("new_with_old")
-        ).first()
-        old, new_with_old = int(counts["old"]), int(counts["new_with_old"])
-        old_new, dropped = old, 0
-    else:
-        before = result.before.select("profile", F.col("master").alias("old_master"))
-        joined = result.recomputed.select("profile", "master").join(before, "profile", "full")
-        # Every previous component touched ends up in one or more new ones (or in profiles that
-        # lost their last edge: "dropped"), so the sums over components reduce to distinct
-        # counts.
-        linked = F.col("old_master").isNotNull() & F.col("master").isNotNull()
-        counts = joined.agg(
-            F.countDistinct(F.when(linked, F.struct("old_master", "master"))).alias("old_new"),
-            F.countDistinct(F.when(linked, F.col("master"))).alias("new_with_old"),
-            F.countDistinct("old_master").alias("old"),
-            F.sum(F.col("master").isNull().cast("int")).alias("dropped"),
-        ).first()
-        old, new_with_old = int(counts["old"]), int(counts["new_with_old"])
-        old_new, dropped = int(counts["old_new"]), int(counts["dropped"] or 0)
+    before = result.before.select("profile", F.col("master").alias("old_master"))
+    joined = result.recomputed.select("profile", "master", "first_seen").join(
+        before, "profile", "full"
+    )
+    master, old_master = F.col("master"), F.col("old_master")
+    lone = old_master.isNull() & (F.col("first_seen") < F.lit(day_start))
+    person_before = F.coalesce(old_master, F.when(lone, F.col("profile")))
+    linked = old_master.isNotNull() & master.isNotNull()
+    known = person_before.isNotNull() & master.isNotNull()
+    # Every previous component touched ends up in one or more new ones (or in profiles that
+    # lost their last edge: "dropped"), so the sums over components reduce to distinct counts.
+    counts = joined.agg(
+        F.countDistinct(F.when(linked, F.struct(old_master, master))).alias("old_new"),
+        F.countDistinct(F.when(linked, master)).alias("new_with_old"),
+        F.countDistinct(old_master).alias("old"),
+        F.sum(master.isNull().cast("int")).alias("dropped"),
+        F.countDistinct(F.when(known, F.struct(person_before, master))).alias("known_new"),
+        F.countDistinct(F.when(known, master)).alias("new_with_known"),
+    ).first()
+    old, new_with_old = int(counts["old"]), int(counts["new_with_old"])
+    old_new, dropped = int(counts["old_new"]), int(counts["dropped"] or 0)
     return DayChange(
         profiles_touched=result.touched.count(),
         edges_recomputed=result.edges,
         iterations=result.iterations,
-        merges=old_new - new_with_old,
+        merges=int(counts["known_new"]) - int(counts["new_with_known"]),
+        component_merges=old_new - new_with_old,
         splits=old_new + dropped - old,
         new_components=new - new_with_old,
     )

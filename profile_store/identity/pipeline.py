@@ -9,7 +9,7 @@ pointer, not a copy: rewriting millions of rows to a second place would double a
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -303,7 +303,7 @@ def update_components(
         summary = summarize(written)
     storage.write_bytes(f"{snapshot}/{SUMMARY_FILE}", summary.to_json())
 
-    change = day_change(result)
+    change = day_change(result, datetime(day.year, day.month, day.day, tzinfo=UTC))
     return ComponentsUpdate(
         mode="incremental" if incremental else "full",
         change=change,

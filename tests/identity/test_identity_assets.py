@@ -73,3 +73,30 @@ def test_every_component_is_one_person_and_the_metadata_says_what_changed(spark,
     assert second["mode"] == "incremental"
     assert second["components"] == len(persons) and second["profiles_touched"] > 0
     assert sum(second["size_histogram"].values()) == second["components"]
+
+
+def test_merges_count_the_known_persons_that_the_second_day_absorbed_into_another(spark, built):
+    root, metadata = built
+    before = _assignment(spark, root, DAYS[0])
+    after = _assignment(spark, root, DAYS[1])
+    seen_before = {
+        row.profile
+        for row in spark.read.parquet(str(root / "identity_profiles" / f"date={DAYS[0]}"))
+        .select("profile")
+        .collect()
+    }
+    # A known person: a day-1 component (named by its master) or a day-1 id without links.
+    known = {profile: before.get(profile, profile) for profile in seen_before}
+    persons_by_master: dict[str, set[str]] = {}
+    for profile, person in known.items():
+        if profile in after:
+            persons_by_master.setdefault(after[profile], set()).add(person)
+    merges = sum(len(persons) - 1 for persons in persons_by_master.values())
+    second = metadata[("identity_components", DAYS[1])]
+    assert merges > 0 and second["merges"] == merges
+    assert 0 <= second["component_merges"] <= merges
+
+
+def _assignment(spark, root, day: str) -> dict[str, str]:
+    path = root / "identity_components" / f"date={day}"
+    return {row.profile: row.master for row in spark.read.parquet(str(path)).collect()}

@@ -314,7 +314,27 @@ def test_a_newer_profile_never_takes_the_master_but_a_merge_with_an_older_one_do
     assert lake.assignment(d2)["a"] == ("m", 3)
     lake.day(d3, [("a", "p", "k9")], [])
     change = lake.update(d3).change
-    assert lake.assignment(d3)["m"] == ("o", 5) and change.merges == 1
+    assert lake.assignment(d3)["m"] == ("o", 5)
+    assert change.merges == change.component_merges == 1
+
+
+def test_an_id_seen_before_without_links_counts_as_a_merge_when_it_joins_a_person(lake):
+    d2 = D1 + timedelta(days=1)
+    lake.day(D1, [("a", "b", "k1")], [("a", 1), ("b", 2), ("lone", 3)])
+    lake.update(D1)
+    lake.day(d2, [("b", "lone", "k1"), ("b", "new", "k1")], [("new", 4)])
+    change = lake.update(d2).change
+    assert lake.assignment(d2)["lone"] == ("a", 4)
+    assert (change.merges, change.component_merges, change.new_components) == (1, 0, 0)
+
+
+def test_two_ids_seen_before_without_links_are_one_merge_when_linked_to_each_other(lake):
+    d2 = D1 + timedelta(days=1)
+    lake.day(D1, [("a", "b", "k1")], [("a", 1), ("b", 2), ("x", 3), ("y", 4)])
+    lake.update(D1)
+    lake.day(d2, [("x", "y", "k2"), ("n1", "n2", "k3")], [("n1", 1), ("n2", 2)])
+    change = lake.update(d2).change
+    assert (change.merges, change.component_merges, change.new_components) == (1, 0, 2)
 
 
 def test_a_key_revoked_as_a_super_node_splits_the_component_it_built(lake):
