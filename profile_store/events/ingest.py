@@ -9,9 +9,11 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from profile_store.events.schema import CORRUPT_RECORD, LANDING_SCHEMA, SOURCE_FILE
+from profile_store.events.json_lines import LINE
+from profile_store.events.schema import SOURCE_FILE
 from profile_store.events.unreadable_files import UnreadableFile, unreadable_files
 from profile_store.events.validation import (
+    COPY,
     QUARANTINED_FIELDS,
     REASONS,
     ValidationRules,
@@ -62,11 +64,14 @@ class IngestSummary:
 
 def _file_records(spark: SparkSession, storage: LakeStorage, unreadable: list) -> DataFrame:
     """One quarantine record per unreadable file: its reason, path and size, no event fields."""
-    rows = [(p.reason, storage.spark_uri(p.path), p.bytes) for p in unreadable]
-    records = spark.createDataFrame(rows, "reason string, source_file string, file_bytes long")
+    rows = [(p.reason, p.detail, storage.spark_uri(p.path), p.bytes) for p in unreadable]
+    records = spark.createDataFrame(
+        rows, "reason string, detail string, source_file string, file_bytes long"
+    )
     return records.select(
         "reason",
         *(F.lit(None).cast("string").alias(name) for name in QUARANTINED_FIELDS),
+        "detail",
         F.lit(None).cast("string").alias("raw"),
         F.lit(None).cast("binary").alias("raw_bytes"),
         SOURCE_FILE,
@@ -104,29 +109,37 @@ def ingest_day(
     unreadable = unreadable_files(spark, files, uris)
     left_out = {problem.path for problem in unreadable}
     readable = [uri for f, uri in zip(files, uris, strict=True) if f.path not in left_out]
+    # Blank lines are not records (JSON Lines readers skip them); every other line is one.
     landing = (
-        spark.read.schema(LANDING_SCHEMA)
-        .option("mode", "PERMISSIVE")
-        .option("columnNameOfCorruptRecord", CORRUPT_RECORD)
-        .json(readable)
+        spark.read.text(readable).withColumnRenamed("value", LINE)
         if readable
-        else spark.createDataFrame([], LANDING_SCHEMA)
-    ).withColumn(SOURCE_FILE, F.input_file_name())
+        else spark.createDataFrame([], f"{LINE} string")
+    )
+    landing = landing.where(F.trim(F.col(LINE)) != "").withColumn(SOURCE_FILE, F.input_file_name())
     classified = classify(landing, day, rules).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        counts = {
-            (row["reason"] or ""): row["count"]
-            for row in classified.groupBy("reason").count().collect()
-        }
-        received = sum(counts.values())
-        passed = counts.pop("", 0)
+        accepted = F.col("reason").isNull() & ~F.col(COPY)
+        groups = (
+            classified.groupBy("reason", COPY)
+            .agg(
+                F.count(F.lit(1)).alias("count"),
+                F.min(F.when(accepted, F.col("event_ts"))).alias("min_time"),
+                F.max(F.when(accepted, F.col("event_ts"))).alias("max_time"),
+                F.collect_set(F.when(accepted, F.col("app_id"))).alias("apps"),
+            )
+            .collect()
+        )
+        counts = {row["reason"]: row["count"] for row in groups if row["reason"] is not None}
+        clean = [row for row in groups if row["reason"] is None and not row[COPY]]
+        copies = sum(row["count"] for row in groups if row["reason"] is None and row[COPY])
+        clean_rows = clean[0]["count"] if clean else 0
 
         events_uri = storage.spark_uri(events_day(day))
         quarantine_uri = storage.spark_uri(quarantine_day(day))
-        clean = clean_events(classified)
-        files_out = max(1, passed // 2_000_000)
+        files_out = max(1, clean_rows // 2_000_000)
         (
-            clean.repartition(files_out)
+            clean_events(classified)
+            .repartition(files_out)
             .sortWithinPartitions("app_id", "event_type", "user_id")
             .write.mode("overwrite")
             .parquet(events_uri)
@@ -138,26 +151,19 @@ def ingest_day(
     finally:
         classified.unpersist()
 
-    written = spark.read.parquet(events_uri)
-    stats = written.agg(
-        F.count(F.lit(1)).alias("rows"),
-        F.min("event_time").alias("min_time"),
-        F.max("event_time").alias("max_time"),
-        F.sort_array(F.collect_set("app_id")).alias("apps"),
-    ).first()
     return IngestSummary(
         day=day,
         landing_files=len(files),
         landing_digest=landing_digest(files),
-        received_rows=received,
-        clean_rows=stats["rows"],
-        duplicates_dropped=passed - stats["rows"],
+        received_rows=clean_rows + copies + sum(counts.values()),
+        clean_rows=clean_rows,
+        duplicates_dropped=copies,
         quarantined_by_reason={r: counts[r] for r in REASONS if counts.get(r)},
         unreadable_files=unreadable,
         landing_bytes=sum(f.size for f in files),
-        apps=list(stats["apps"] or []),
-        min_event_time=stats["min_time"],
-        max_event_time=stats["max_time"],
+        apps=sorted(clean[0]["apps"]) if clean else [],
+        min_event_time=clean[0]["min_time"] if clean else None,
+        max_event_time=clean[0]["max_time"] if clean else None,
         events_uri=events_uri,
         quarantine_uri=quarantine_uri,
     )

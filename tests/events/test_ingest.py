@@ -46,7 +46,10 @@ def lines(*rows: dict) -> list[str]:
 
 
 BAD_ROWS = {
-    "malformed_record": '{"event_id": "m1", "event_attributes": ["not", "a", "map"]}',
+    "malformed_record": '{"event_id": "m1", "app_id": ',
+    "not_an_object": json.dumps([event("n1"), event("n2")]),
+    "unknown_field": json.dumps(event("x1", sdk_version="4.2")),
+    "wrong_type": json.dumps(event("w1", event_attributes=["not", "a", "map"])),
     "missing_event_id": json.dumps(event("")),
     "missing_app_id": json.dumps(event("a1", app_id=None)),
     "missing_user_id": json.dumps({k: v for k, v in event("u1").items() if k != "user_id"}),
