@@ -7,10 +7,10 @@ import json
 
 import pytest
 from jsonschema import Draft202012Validator
+from test_ingest import DAY, event, lines, write_landing
 
 from profile_store.events.ingest import ingest_day
 from profile_store.events.schema import JSON_SCHEMA_FILE, MAP_FIELDS, STRING_FIELDS
-from tests.events.test_ingest import DAY, event, lines, write_landing
 
 WRONG_FOR_STRING = {"true": True, "1.5": 1.5, "7": 7, "{}": {"a": "b"}, "[]": ["a"]}
 WRONG_FOR_MAP = {"string": "color=red", "7": 7, "[]": ["color", "red"], "true": True}
