@@ -17,9 +17,11 @@ from profile_store.events.validation import (
     QUARANTINED_FIELDS,
     REASONS,
     ValidationRules,
-    classify,
+    check_lines,
     clean_events,
     quarantined_rows,
+    repeated_event_ids,
+    resolve_duplicates,
 )
 from profile_store.lake_layout import SUCCESS_MARKER, events_day, landing_day, quarantine_day
 from profile_store.lake_storage import LakeFile, LakeStorage
@@ -116,7 +118,9 @@ def ingest_day(
         else spark.createDataFrame([], f"{LINE} string")
     )
     landing = landing.where(F.trim(F.col(LINE)) != "").withColumn(SOURCE_FILE, F.input_file_name())
-    classified = classify(landing, day, rules).persist(StorageLevel.MEMORY_AND_DISK)
+    checked = check_lines(landing, day, rules).persist(StorageLevel.MEMORY_AND_DISK)
+    repeated = repeated_event_ids(checked).localCheckpoint(eager=True)
+    classified = resolve_duplicates(checked, repeated)
     try:
         accepted = F.col("reason").isNull() & ~F.col(COPY)
         groups = (
@@ -144,12 +148,12 @@ def ingest_day(
             .write.mode("overwrite")
             .parquet(events_uri)
         )
-        quarantine = quarantined_rows(classified)
+        quarantine = quarantined_rows(classified, day, rules)
         if unreadable:
             quarantine = quarantine.unionByName(_file_records(spark, storage, unreadable))
         quarantine.coalesce(1).write.mode("overwrite").parquet(quarantine_uri)
     finally:
-        classified.unpersist()
+        checked.unpersist()
 
     return IngestSummary(
         day=day,

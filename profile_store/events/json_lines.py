@@ -15,7 +15,7 @@ from profile_store.events.schema import MAP_FIELDS, STRING_FIELDS
 
 LINE = "line"  # the line exactly as received
 PARSED = "_parsed"  # the line as a VARIANT (null: not JSON)
-TYPE_ERROR = "type_error"  # "<field>: expected ..., got ..." for the first wrong value, or null
+WRONG_TYPE_FIELD = "wrong_type_field"  # the first field holding a value of the wrong type, or null
 
 _FIELDS = (*STRING_FIELDS, *MAP_FIELDS)
 _TYPED = "struct<{}>".format(
@@ -26,9 +26,9 @@ _TYPED = "struct<{}>".format(
 )
 
 
-def json_type(value: Column) -> Column:
-    """The JSON type of a VARIANT value: string, number, boolean, null, object or array."""
-    schema = F.schema_of_variant(value)
+def type_name(schema: Column) -> Column:
+    """The JSON type named by a ``schema_of_variant`` string: string, number, boolean, null,
+    object or array."""
     return (
         F.when(schema == "STRING", F.lit("string"))
         .when(schema == "BOOLEAN", F.lit("boolean"))
@@ -39,39 +39,54 @@ def json_type(value: Column) -> Column:
     )
 
 
+def json_type(value: Column) -> Column:
+    """The JSON type of a VARIANT value."""
+    return type_name(F.schema_of_variant(value))
+
+
 def _field(name: str) -> Column:
     """The field as a VARIANT: SQL null when absent, a variant null when sent as ``null``."""
     return F.variant_get(F.col(PARSED), f"$['{name}']", "variant")
 
 
-def _string_error(name: str) -> Column:
-    """A string field sent as anything but a string or ``null`` (null counts as absent)."""
-    kind = json_type(_field(name))
-    return F.when(
-        _field(name).isNotNull() & ~kind.isin("string", "null"),
-        F.format_string("%s: expected a string, got %s", F.lit(name), kind),
-    )
+def _schema(name: str) -> str:
+    return f"_schema_{name}"
 
 
-def _map_error(name: str) -> Column:
-    """A map field that is not an object of strings (``null`` counts as absent)."""
-    value = _field(name)
+def _wrong_type(name: str) -> Column:
+    """The field holds a value of another type than the contract's (null counts as absent)."""
+    schema = F.col(_schema(name))
+    if name in MAP_FIELDS:
+        wrong = (schema != "VOID") & ~schema.startswith("OBJECT") | ~F.col(f"_strings_{name}")
+    else:
+        wrong = ~schema.isin("STRING", "VOID")
+    return F.coalesce(wrong, F.lit(False))
+
+
+def describe_wrong_type(parsed: Column, field: Column) -> Column:
+    """``"<field>: expected ..., got ..."`` for the field ``_wrong_type`` flagged (its name in
+    ``field``). One expression for every field, evaluated for quarantined rows only."""
+    value = F.try_variant_get(parsed, "$", "map<string,variant>")[field]
     kind = json_type(value)
-    entries = F.map_entries(F.try_variant_get(F.col(PARSED), f"$['{name}']", "map<string,variant>"))
-    bad = F.filter(entries, lambda entry: json_type(entry["value"]) != "string")
-    return F.when(value.isNull() | (kind == "null"), F.lit(None)).otherwise(
+    entries = F.map_entries(F.try_variant_get(value, "$", "map<string,variant>"))
+    bad = F.filter(entries, lambda entry: F.schema_of_variant(entry["value"]) != "STRING")
+    return (
         F.when(
-            kind != "object", F.format_string("%s: expected an object, got %s", F.lit(name), kind)
-        ).when(
-            F.size(bad) > 0,
+            ~field.isin(*MAP_FIELDS), F.format_string("%s: expected a string, got %s", field, kind)
+        )
+        .when(kind != "object", F.format_string("%s: expected an object, got %s", field, kind))
+        .otherwise(
             F.format_string(
-                "%s.%s: expected a string, got %s",
-                F.lit(name),
-                bad[0]["key"],
-                json_type(bad[0]["value"]),
-            ),
+                "%s.%s: expected a string, got %s", field, bad[0]["key"], json_type(bad[0]["value"])
+            )
         )
     )
+
+
+def _all_strings(name: str) -> Column:
+    """Every value of the object field is a string (true when absent or not an object)."""
+    values = F.map_values(F.try_variant_get(F.col(PARSED), f"$['{name}']", "map<string,variant>"))
+    return F.coalesce(F.forall(values, lambda v: F.schema_of_variant(v) == "STRING"), F.lit(True))
 
 
 def unknown_fields(line: Column) -> Column:
@@ -83,24 +98,32 @@ def typed_lines(lines: DataFrame) -> DataFrame:
     """``lines`` (a ``line`` column) plus what the line is and every contract field.
 
     Added: ``is_json``, ``is_object``, ``unknown_field_count`` (top-level keys the contract
-    does not name), ``type_error`` (the first value of the wrong JSON type, described) and each
-    field extracted as a string or a string map (null where absent or not of its type).
+    does not name), ``wrong_type_field`` (the first field whose value is of the wrong JSON
+    type) and each field extracted as a string or a string map (null where absent or not of
+    its type). Each value's type is read once, in a projection of its own, so that Spark does
+    not repeat it; describing a problem is left to the few rows that have one.
     """
-    parsed = lines.withColumn(PARSED, F.try_parse_json(F.col(LINE)))
+    parsed = lines.select(*lines.columns, F.try_parse_json(F.col(LINE)).alias(PARSED))
     is_object = F.col(PARSED).isNotNull() & F.ltrim(F.col(LINE)).startswith("{")
-    present = [F.when(_field(name).isNotNull(), 1).otherwise(0) for name in _FIELDS]
-    type_error = F.coalesce(
-        *[_string_error(name) for name in STRING_FIELDS],
-        *[_map_error(name) for name in MAP_FIELDS],
-    )
     typed = F.try_variant_get(F.col(PARSED), "$", _TYPED)
-    return parsed.select(
+    inspected = parsed.select(
         *lines.columns,
         F.col(PARSED).isNotNull().alias("is_json"),
         is_object.alias("is_object"),
-        F.when(
-            is_object, F.size(F.json_object_keys(F.col(LINE))) - sum(present[1:], present[0])
-        ).alias("unknown_field_count"),
-        F.when(is_object, type_error).alias(TYPE_ERROR),
-        *[typed[name].alias(name) for name in _FIELDS],
+        F.when(is_object, F.size(F.json_object_keys(F.col(LINE)))).alias("_keys"),
+        *[F.schema_of_variant(_field(name)).alias(_schema(name)) for name in _FIELDS],
+        *[_all_strings(name).alias(f"_strings_{name}") for name in MAP_FIELDS],
+        typed.alias("_typed"),
+    )
+    present = [F.col(_schema(name)).isNotNull().cast("int") for name in _FIELDS]
+    wrong_type_field = F.coalesce(*[F.when(_wrong_type(name), F.lit(name)) for name in _FIELDS])
+    return inspected.select(
+        *lines.columns,
+        "is_json",
+        "is_object",
+        F.when(F.col("is_object"), F.col("_keys") - sum(present[1:], present[0])).alias(
+            "unknown_field_count"
+        ),
+        F.when(F.col("is_object"), wrong_type_field).alias(WRONG_TYPE_FIELD),
+        *[F.col("_typed")[name].alias(name) for name in _FIELDS],
     )

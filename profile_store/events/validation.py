@@ -14,8 +14,21 @@ from datetime import UTC, date, datetime, timedelta
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from profile_store.events.json_lines import LINE, TYPE_ERROR, json_type, typed_lines, unknown_fields
-from profile_store.events.schema import EVENT_COLUMNS, ID_TYPES, SOURCE_FILE
+from profile_store.events.json_lines import (
+    LINE,
+    WRONG_TYPE_FIELD,
+    describe_wrong_type,
+    json_type,
+    typed_lines,
+    unknown_fields,
+)
+from profile_store.events.schema import (
+    EVENT_COLUMNS,
+    ID_TYPES,
+    MAP_FIELDS,
+    SOURCE_FILE,
+    STRING_FIELDS,
+)
 
 REASONS = (
     "malformed_record",  # not JSON
@@ -69,97 +82,40 @@ def parse_event_time(column: Column) -> Column:
     return F.coalesce(*[F.try_to_timestamp(column, F.lit(fmt)) for fmt in _TIME_FORMATS])
 
 
-def _first_failure(checks: list[tuple[str, Column, Column]]) -> tuple[Column, Column]:
-    """The reason and detail of the first check that fails (nulls when none does)."""
-    reason: Column = F.lit(None).cast("string")
-    detail: Column = F.lit(None).cast("string")
-    for name, failed, why in reversed(checks):
-        reason = F.when(failed, F.lit(name)).otherwise(reason)
-        detail = F.when(failed, why).otherwise(detail)
-    return reason, detail
-
-
-def classify(lines: DataFrame, day: date, rules: ValidationRules) -> DataFrame:
-    """Landing lines (``line``, ``source_file``) typed, plus ``event_ts`` (the parsed time),
-    ``reason`` and ``detail`` (nulls for a clean row) and ``is_copy`` (an identical
-    re-delivery of a clean row).
-
-    Of the rows sharing an event_id, the one with the earliest time, then the smallest content
-    hash, is accepted whatever the file order; identical copies are dropped and counted,
-    copies with other content are quarantined as ``conflicting_duplicate``.
-    """
+def check_lines(lines: DataFrame, day: date, rules: ValidationRules) -> DataFrame:
+    """Landing lines (``line``, ``source_file``) typed, plus ``event_ts`` (the parsed time) and
+    ``reason`` (null for a row that breaks no rule of its own; duplicates are
+    ``resolve_duplicates``' job). ``line`` is kept for rejected rows only: accepted rows are
+    in the typed columns, and a day's lines are the largest thing Spark would cache."""
     start, end = day_bounds(day)
-    typed = typed_lines(lines)
-    event_ts = parse_event_time(F.col("event_time"))
+    typed = typed_lines(lines).withColumn("event_ts", parse_event_time(F.col("event_time")))
+    event_ts = F.col("event_ts")
     attributes = F.coalesce(F.col("event_attributes"), F.create_map())
-    too_long = F.filter(
-        F.map_entries(attributes), lambda e: F.length(e["value"]) > rules.max_attribute_value_length
+    too_long_value = F.exists(
+        F.map_values(attributes), lambda v: F.length(v) > rules.max_attribute_value_length
     )
-
-    def missing(name: str) -> tuple[Column, Column]:
-        return _blank(name), F.lit(f"{name}: missing or blank")
-
-    checks: list[tuple[str, Column, Column]] = [
-        ("malformed_record", ~F.is_valid_utf8(LINE), F.lit("not valid UTF-8 text")),
-        ("malformed_record", ~F.col("is_json"), F.lit("not a JSON value")),
-        ("not_an_object", ~F.col("is_object"), F.lit("expected a JSON object")),
-        (
-            "unknown_field",
-            F.col("unknown_field_count") > 0,
-            F.lit("a field the event contract does not name"),
-        ),
-        ("wrong_type", F.col(TYPE_ERROR).isNotNull(), F.col(TYPE_ERROR)),
-        ("missing_event_id", *missing("event_id")),
-        ("missing_app_id", *missing("app_id")),
-        ("missing_user_id", *missing("user_id")),
-        (
-            "invalid_id_type",
-            ~F.coalesce(F.col("id_type").isin(*ID_TYPES), F.lit(False)),
-            F.format_string(
-                "id_type: %s is not one of %s",
-                F.coalesce(F.concat(F.lit('"'), "id_type", F.lit('"')), F.lit("missing")),
-                F.lit(", ".join(ID_TYPES)),
-            ),
-        ),
-        ("empty_event_type", *missing("event_type")),
-        (
-            "unparseable_event_time",
-            event_ts.isNull(),
-            F.format_string(
-                "event_time: %s is not ISO-8601 with a zone",
-                F.coalesce(F.concat(F.lit('"'), "event_time", F.lit('"')), F.lit("missing")),
-            ),
-        ),
-        (
-            "event_time_outside_day",
-            (event_ts < F.lit(start)) | (event_ts >= F.lit(end)),
-            F.format_string("event_time: %s is outside %s", F.col("event_time"), F.lit(str(day))),
-        ),
+    checks: list[tuple[str, Column]] = [
+        ("malformed_record", ~F.is_valid_utf8(LINE) | ~F.col("is_json")),
+        ("not_an_object", ~F.col("is_object")),
+        ("unknown_field", F.col("unknown_field_count") > 0),
+        ("wrong_type", F.col(WRONG_TYPE_FIELD).isNotNull()),
+        ("missing_event_id", _blank("event_id")),
+        ("missing_app_id", _blank("app_id")),
+        ("missing_user_id", _blank("user_id")),
+        ("invalid_id_type", ~F.coalesce(F.col("id_type").isin(*ID_TYPES), F.lit(False))),
+        ("empty_event_type", _blank("event_type")),
+        ("unparseable_event_time", event_ts.isNull()),
+        ("event_time_outside_day", (event_ts < F.lit(start)) | (event_ts >= F.lit(end))),
         (
             "oversized_attributes",
-            (F.size(attributes) > rules.max_attributes) | (F.size(too_long) > 0),
-            F.when(
-                F.size(attributes) > rules.max_attributes,
-                F.format_string(
-                    "event_attributes: %d entries (limit %d)",
-                    F.size(attributes),
-                    F.lit(rules.max_attributes),
-                ),
-            ).otherwise(
-                F.format_string(
-                    "event_attributes.%s: %d characters (limit %d)",
-                    too_long[0]["key"],
-                    F.length(too_long[0]["value"]),
-                    F.lit(rules.max_attribute_value_length),
-                )
-            ),
+            (F.size(attributes) > rules.max_attributes) | too_long_value,
         ),
     ]
-    reason, detail = _first_failure(checks)
-    rows = typed.withColumn("event_ts", event_ts).select(
-        "*", reason.alias("reason"), detail.alias("detail")
-    )
-    return _sort_out_duplicates(rows)
+    reason: Column = F.lit(None).cast("string")
+    for name, failed in reversed(checks):
+        reason = F.when(failed, F.lit(name)).otherwise(reason)
+    rows = typed.withColumn("reason", reason)
+    return rows.withColumn(LINE, F.when(F.col("reason").isNotNull(), F.col(LINE)))
 
 
 def _content_hash() -> Column:
@@ -178,33 +134,44 @@ def _content_hash() -> Column:
     )
 
 
-def _sort_out_duplicates(rows: DataFrame) -> DataFrame:
+def repeated_event_ids(checked: DataFrame) -> DataFrame:
+    """The event_ids that more than one rule-abiding row carries (usually a small share)."""
+    return (
+        checked.where(F.col("reason").isNull())
+        .groupBy("event_id")
+        .count()
+        .where(F.col("count") > 1)
+        .select("event_id")
+    )
+
+
+def resolve_duplicates(checked: DataFrame, repeated: DataFrame) -> DataFrame:
+    """``checked`` plus ``is_copy``, and ``conflicting_duplicate`` where content differs.
+
+    Of the rows sharing an event_id, the one with the earliest time, then the smallest content
+    hash, is accepted whatever the file order; identical copies are dropped and counted, copies
+    with other content are quarantined. Only the rows of ``repeated`` ids are ranked (a join
+    with a small table, no shuffle of the day).
+    """
+    columns = checked.columns
+    single = checked.join(F.broadcast(repeated), "event_id", "left_anti").withColumn(
+        COPY, F.lit(False)
+    )
+    rows = checked.join(F.broadcast(repeated), "event_id", "left_semi")
     clean = F.col("reason").isNull()
-    content = _content_hash()
-    rows = rows.withColumn("_content", F.when(clean, content))
+    rows = rows.withColumn("_content", F.when(clean, _content_hash()))
     first = Window.partitionBy("event_id").orderBy(
         F.col("reason").isNotNull(), "event_ts", "_content"
     )
-    winner = F.first("_content").over(first)
-    position = F.row_number().over(first)
-    conflicting = clean & (F.col("_content") != winner)
-    return (
-        rows.withColumn("_winner", winner)
-        .withColumn("_position", position)
-        .select(
-            *[c for c in rows.columns if c not in ("reason", "detail", "_content")],
-            F.when(conflicting, F.lit("conflicting_duplicate"))
-            .otherwise(F.col("reason"))
-            .alias("reason"),
-            F.when(
-                conflicting,
-                F.format_string("event_id: %s was accepted with other content", F.col("event_id")),
-            )
-            .otherwise(F.col("detail"))
-            .alias("detail"),
-            (clean & ~conflicting & (F.col("_position") > 1)).alias(COPY),
-        )
+    conflicting = clean & (F.col("_content") != F.first("_content").over(first))
+    ranked = rows.select(
+        *[c for c in columns if c != "reason"],
+        F.when(conflicting, F.lit("conflicting_duplicate"))
+        .otherwise(F.col("reason"))
+        .alias("reason"),
+        (clean & ~conflicting & (F.row_number().over(first) > 1)).alias(COPY),
     )
+    return single.select(*columns, COPY).unionByName(ranked.select(*columns, COPY))
 
 
 def clean_events(classified: DataFrame) -> DataFrame:
@@ -218,40 +185,93 @@ def clean_events(classified: DataFrame) -> DataFrame:
     )
 
 
-def quarantined_rows(classified: DataFrame) -> DataFrame:
-    """Rejected lines with their reason, detail, the line as received and its landing file.
+def _detail(rules: ValidationRules, day: date) -> Column:
+    """The field and the problem, for a rejected row (evaluated for those rows only)."""
+    parsed = F.try_parse_json(F.col(LINE))
+    attributes = F.coalesce(F.col("event_attributes"), F.create_map())
+    too_long = F.filter(
+        F.map_entries(attributes), lambda e: F.length(e["value"]) > rules.max_attribute_value_length
+    )
+    quoted = {
+        name: F.concat(F.lit('"'), F.col(name), F.lit('"')) for name in ("id_type", "event_time")
+    }
+    by_reason = {
+        "malformed_record": F.when(~F.is_valid_utf8(LINE), F.lit("not valid UTF-8 text")).otherwise(
+            F.lit("not a JSON value")
+        ),
+        "not_an_object": F.format_string("expected a JSON object, got %s", json_type(parsed)),
+        "unknown_field": F.format_string(
+            "%s: not a field of the event contract", F.array_join(unknown_fields(F.col(LINE)), ", ")
+        ),
+        "wrong_type": describe_wrong_type(parsed, F.col(WRONG_TYPE_FIELD)),
+        "missing_event_id": F.lit("event_id: missing or blank"),
+        "missing_app_id": F.lit("app_id: missing or blank"),
+        "missing_user_id": F.lit("user_id: missing or blank"),
+        "invalid_id_type": F.format_string(
+            "id_type: %s is not one of %s",
+            F.coalesce(quoted["id_type"], F.lit("missing")),
+            F.lit(", ".join(ID_TYPES)),
+        ),
+        "empty_event_type": F.lit("event_type: missing or blank"),
+        "unparseable_event_time": F.format_string(
+            "event_time: %s is not ISO-8601 with a zone",
+            F.coalesce(quoted["event_time"], F.lit("missing")),
+        ),
+        "event_time_outside_day": F.format_string(
+            "event_time: %s is outside %s", F.col("event_time"), F.lit(str(day))
+        ),
+        "oversized_attributes": F.when(
+            F.size(attributes) > rules.max_attributes,
+            F.format_string(
+                "event_attributes: %d entries (limit %d)",
+                F.size(attributes),
+                F.lit(rules.max_attributes),
+            ),
+        ).otherwise(
+            F.format_string(
+                "event_attributes.%s: %d characters (limit %d)",
+                too_long[0]["key"],
+                F.length(too_long[0]["value"]),
+                F.lit(rules.max_attribute_value_length),
+            )
+        ),
+        "conflicting_duplicate": F.format_string(
+            "event_id: %s was accepted with other content", F.col("event_id")
+        ),
+    }
+    detail: Column = F.lit(None).cast("string")
+    for reason, text in by_reason.items():
+        detail = F.when(F.col("reason") == reason, text).otherwise(detail)
+    return detail
+
+
+def quarantined_rows(classified: DataFrame, day: date, rules: ValidationRules) -> DataFrame:
+    """Rejected lines with their reason, a detail naming the field and the problem, the line as
+    received and its landing file.
 
     ``raw`` is always valid UTF-8 (any Parquet reader decodes it): a line that was not has its
     invalid bytes replaced by U+FFFD there, and its exact bytes in ``raw_bytes`` (null
-    otherwise). The event fields are the line's own where they are strings.
+    otherwise). A ``conflicting_duplicate`` row was valid on its own, so its line was not kept:
+    ``raw`` is its content as JSON. The event fields are the line's own where they are strings.
     """
     rejected = classified.where(F.col("reason").isNotNull())
     parsed = F.try_parse_json(F.col(LINE))
 
     def field(name: str) -> Column:
+        """The line's own value where it is a string (the typed column would show a boolean
+        as "true"); the typed column for a conflicting duplicate, whose line is not kept."""
         value = F.variant_get(parsed, f"$['{name}']", "variant")
-        return F.when(json_type(value) == "string", F.variant_get(value, "$", "string"))
+        own = F.when(json_type(value) == "string", F.variant_get(value, "$", "string"))
+        return F.when(F.col(LINE).isNull(), F.col(name)).otherwise(own)
 
-    detail = (
-        F.when(
-            F.col("reason") == "not_an_object",
-            F.format_string("expected a JSON object, got %s", json_type(parsed)),
-        )
-        .when(
-            F.col("reason") == "unknown_field",
-            F.format_string(
-                "%s: not a field of the event contract",
-                F.array_join(unknown_fields(F.col(LINE)), ", "),
-            ),
-        )
-        .otherwise(F.col("detail"))
-    )
+    content = F.to_json(F.struct(*[F.col(name) for name in (*STRING_FIELDS, *MAP_FIELDS)]))
+    raw = F.coalesce(F.col(LINE), content)
     return rejected.select(
         "reason",
         *(F.make_valid_utf8(field(name)).alias(name) for name in QUARANTINED_FIELDS),
-        F.make_valid_utf8(detail).alias("detail"),
-        F.make_valid_utf8(LINE).alias("raw"),
-        F.when(~F.is_valid_utf8(LINE), F.col(LINE).cast("binary")).alias("raw_bytes"),
+        F.make_valid_utf8(_detail(rules, day)).alias("detail"),
+        F.make_valid_utf8(raw).alias("raw"),
+        F.when(~F.is_valid_utf8(raw), raw.cast("binary")).alias("raw_bytes"),
         SOURCE_FILE,
         F.lit(None).cast("long").alias("file_bytes"),
     )

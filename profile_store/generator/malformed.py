@@ -1,9 +1,9 @@
 """Malformed rows, so that validation and quarantine are exercised on every day.
 
 Corruption happens on the JSON fragments of a line (``"key":value``), which keeps each kind
-a one-field change. Every malformed line is still valid JSON; "wrong types" are structural
-(an object replaced by a list, string or number), because Spark's JSON reader silently
-coerces numbers into string fields but flags a list where a map is declared.
+a one-field change. Every malformed line is still valid JSON; "wrong types" replace an object
+by a list, string or number (ingest quarantines any value of another JSON type than the
+event contract's, see ``events/json_lines``).
 """
 
 from __future__ import annotations

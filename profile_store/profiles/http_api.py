@@ -142,7 +142,7 @@ class SegmentsBatchRequest(BaseModel):
         json_schema_extra={"examples": [{"ids": ["cookie-91c2", "gaid-0b7e", "idfa-unknown"]}]},
     )
 
-    ids: list[str] = Field(min_length=1, max_length=MAX_IDS)
+    ids: list[Annotated[str, Field(min_length=1)]] = Field(min_length=1, max_length=MAX_IDS)
     key_type: str | None = Field(default=None, min_length=1)
 
 
@@ -303,6 +303,13 @@ def profile_router(reader: ProfileReader, current_tenant: Callable[..., Tenant])
         },
     )
     not_found = {404: error_doc("No profile has this id.")}
+    # The alternate-id types this deployment has lookup rows for are the only valid ones: the
+    # published schema says so, as the reads do.
+    key_types = None if reader.key_types is None else list(reader.key_types)
+    key_type_enum = {} if key_types is None else {"enum": key_types}
+    batch_schema = SegmentsBatchRequest.model_json_schema()
+    if key_types is not None:
+        batch_schema["properties"]["key_type"]["anyOf"][0]["enum"] = key_types
     IdPath = Annotated[str, Path(description="A profile (device or cookie) id.")]
 
     @router.get(
@@ -330,6 +337,7 @@ def profile_router(reader: ProfileReader, current_tenant: Callable[..., Tenant])
             str | None,
             Query(
                 min_length=1,
+                json_schema_extra=key_type_enum,
                 description="Also accept `id` as an alternate id of this type: `member_id` "
                 "(a login) or `email_sha256` (a hashed email) with the default bridging rules, "
                 "or another `alt_ids` type identity_edges bridges on. A profile row wins, else "
@@ -351,9 +359,7 @@ def profile_router(reader: ProfileReader, current_tenant: Callable[..., Tenant])
         openapi_extra={
             "requestBody": {
                 "required": True,
-                "content": {
-                    "application/json": {"schema": SegmentsBatchRequest.model_json_schema()}
-                },
+                "content": {"application/json": {"schema": batch_schema}},
             }
         },
     )
