@@ -19,6 +19,7 @@ from profile_store.events.validation import (
     ValidationRules,
     check_lines,
     clean_events,
+    conflicting_rows,
     quarantined_rows,
     repeated_event_ids,
     resolve_duplicates,
@@ -148,7 +149,7 @@ def ingest_day(
             .write.mode("overwrite")
             .parquet(events_uri)
         )
-        quarantine = quarantined_rows(classified, day, rules)
+        quarantine = quarantined_rows(checked, day, rules).unionByName(conflicting_rows(classified))
         if unreadable:
             quarantine = quarantine.unionByName(_file_records(spark, storage, unreadable))
         quarantine.coalesce(1).write.mode("overwrite").parquet(quarantine_uri)

@@ -235,9 +235,6 @@ def _detail(rules: ValidationRules, day: date) -> Column:
                 F.lit(rules.max_attribute_value_length),
             )
         ),
-        "conflicting_duplicate": F.format_string(
-            "event_id: %s was accepted with other content", F.col("event_id")
-        ),
     }
     detail: Column = F.lit(None).cast("string")
     for reason, text in by_reason.items():
@@ -245,33 +242,47 @@ def _detail(rules: ValidationRules, day: date) -> Column:
     return detail
 
 
-def quarantined_rows(classified: DataFrame, day: date, rules: ValidationRules) -> DataFrame:
-    """Rejected lines with their reason, a detail naming the field and the problem, the line as
-    received and its landing file.
+def quarantined_rows(checked: DataFrame, day: date, rules: ValidationRules) -> DataFrame:
+    """Lines rejected on their own, with their reason, a detail naming the field and the
+    problem, the line as received and its landing file.
 
     ``raw`` is always valid UTF-8 (any Parquet reader decodes it): a line that was not has its
     invalid bytes replaced by U+FFFD there, and its exact bytes in ``raw_bytes`` (null
-    otherwise). A ``conflicting_duplicate`` row was valid on its own, so its line was not kept:
-    ``raw`` is its content as JSON. The event fields are the line's own where they are strings.
+    otherwise). The event fields are the line's own where they are strings (the typed columns
+    would show a boolean as "true").
     """
-    rejected = classified.where(F.col("reason").isNotNull())
+    rejected = checked.where(F.col("reason").isNotNull())
     parsed = F.try_parse_json(F.col(LINE))
 
     def field(name: str) -> Column:
-        """The line's own value where it is a string (the typed column would show a boolean
-        as "true"); the typed column for a conflicting duplicate, whose line is not kept."""
         value = F.variant_get(parsed, f"$['{name}']", "variant")
-        own = F.when(json_type(value) == "string", F.variant_get(value, "$", "string"))
-        return F.when(F.col(LINE).isNull(), F.col(name)).otherwise(own)
+        return F.when(F.schema_of_variant(value) == "STRING", F.variant_get(value, "$", "string"))
 
-    content = F.to_json(F.struct(*[F.col(name) for name in (*STRING_FIELDS, *MAP_FIELDS)]))
-    raw = F.coalesce(F.col(LINE), content)
     return rejected.select(
         "reason",
         *(F.make_valid_utf8(field(name)).alias(name) for name in QUARANTINED_FIELDS),
         F.make_valid_utf8(_detail(rules, day)).alias("detail"),
-        F.make_valid_utf8(raw).alias("raw"),
-        F.when(~F.is_valid_utf8(raw), raw.cast("binary")).alias("raw_bytes"),
+        F.make_valid_utf8(LINE).alias("raw"),
+        F.when(~F.is_valid_utf8(LINE), F.col(LINE).cast("binary")).alias("raw_bytes"),
+        SOURCE_FILE,
+        F.lit(None).cast("long").alias("file_bytes"),
+    )
+
+
+def conflicting_rows(classified: DataFrame) -> DataFrame:
+    """Rows quarantined as ``conflicting_duplicate``, in the quarantine's columns.
+
+    Such a row was valid on its own, so its line was not kept: ``raw`` is its content as JSON.
+    """
+    content = F.to_json(F.struct(*[F.col(name) for name in (*STRING_FIELDS, *MAP_FIELDS)]))
+    return classified.where(F.col("reason") == "conflicting_duplicate").select(
+        "reason",
+        *QUARANTINED_FIELDS,
+        F.format_string("event_id: %s was accepted with other content", F.col("event_id")).alias(
+            "detail"
+        ),
+        content.alias("raw"),
+        F.lit(None).cast("binary").alias("raw_bytes"),
         SOURCE_FILE,
         F.lit(None).cast("long").alias("file_bytes"),
     )
