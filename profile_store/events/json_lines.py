@@ -57,7 +57,8 @@ def _wrong_type(name: str) -> Column:
     """The field holds a value of another type than the contract's (null counts as absent)."""
     schema = F.col(_schema(name))
     if name in MAP_FIELDS:
-        wrong = (schema != "VOID") & ~schema.startswith("OBJECT") | ~F.col(f"_strings_{name}")
+        not_an_object = (schema != "VOID") & ~schema.startswith("OBJECT")
+        wrong = not_an_object | ~F.col(f"_strings_{name}")
     else:
         wrong = ~schema.isin("STRING", "VOID")
     return F.coalesce(wrong, F.lit(False))
