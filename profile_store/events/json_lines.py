@@ -18,12 +18,6 @@ PARSED = "_parsed"  # the line as a VARIANT (null: not JSON)
 WRONG_TYPE_FIELD = "wrong_type_field"  # the first field holding a value of the wrong type, or null
 
 _FIELDS = (*STRING_FIELDS, *MAP_FIELDS)
-_TYPED = "struct<{}>".format(
-    ", ".join(
-        [f"`{name}`: string" for name in STRING_FIELDS]
-        + [f"`{name}`: map<string, string>" for name in MAP_FIELDS]
-    )
-)
 
 
 def type_name(schema: Column) -> Column:
@@ -49,16 +43,12 @@ def _field(name: str) -> Column:
     return F.variant_get(F.col(PARSED), f"$['{name}']", "variant")
 
 
-def _schema(name: str) -> str:
-    return f"_schema_{name}"
-
-
 def _wrong_type(name: str) -> Column:
     """The field holds a value of another type than the contract's (null counts as absent)."""
-    schema = F.col(_schema(name))
+    schema = F.schema_of_variant(_field(name))
     if name in MAP_FIELDS:
         not_an_object = (schema != "VOID") & ~schema.startswith("OBJECT")
-        wrong = not_an_object | ~F.col(f"_strings_{name}")
+        wrong = not_an_object | ~_all_strings(name)
     else:
         wrong = ~schema.isin("STRING", "VOID")
     return F.coalesce(wrong, F.lit(False))
@@ -95,36 +85,61 @@ def unknown_fields(line: Column) -> Column:
     return F.array_except(F.json_object_keys(line), F.array(*[F.lit(name) for name in _FIELDS]))
 
 
+def _contract_pattern() -> str:
+    """A regular expression that only the ``schema_of_variant`` of a conforming line matches:
+    an object of contract fields, each a string or null, the two maps objects of strings.
+
+    Keys of such a schema are sorted, unique (a repeated key is not JSON here) and backquoted,
+    with backquotes doubled, unless they are plain identifiers, so no key can end early.
+    """
+    key = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)*`)"
+    strings = "(?:{}): (?:STRING|VOID)".format("|".join(STRING_FIELDS))
+    maps = "(?:{}): (?:VOID|OBJECT<(?:{key}: STRING(?:, {key}: STRING)*)?>)".format(
+        "|".join(MAP_FIELDS), key=key
+    )
+    field = f"(?:{strings}|{maps})"
+    return rf"^OBJECT<(?:{field}(?:, {field})*)?>\z"
+
+
+CONTRACT_PATTERN = _contract_pattern()
+
+
 def typed_lines(lines: DataFrame) -> DataFrame:
     """``lines`` (a ``line`` column) plus what the line is and every contract field.
 
     Added: ``is_json``, ``is_object``, ``unknown_field_count`` (top-level keys the contract
     does not name), ``wrong_type_field`` (the first field whose value is of the wrong JSON
-    type) and each field extracted as a string or a string map (null where absent or not of
-    its type). Each value's type is read once, in a projection of its own, so that Spark does
-    not repeat it; describing a problem is left to the few rows that have one.
+    type) and each field extracted as a string or a string map.
+
+    One pass over each value decides almost every line: the line's ``schema_of_variant``
+    matches ``CONTRACT_PATTERN``. Only a line that does not match (a rejected one, or an
+    unusual spelling of a valid one) has its keys and each field's type looked at one by one.
     """
     parsed = lines.select(*lines.columns, F.try_parse_json(F.col(LINE)).alias(PARSED))
-    is_object = F.col(PARSED).isNotNull() & F.ltrim(F.col(LINE)).startswith("{")
-    typed = F.try_variant_get(F.col(PARSED), "$", _TYPED)
+    schema = F.schema_of_variant(F.col(PARSED))
     inspected = parsed.select(
         *lines.columns,
+        PARSED,
         F.col(PARSED).isNotNull().alias("is_json"),
-        is_object.alias("is_object"),
-        F.when(is_object, F.size(F.json_object_keys(F.col(LINE)))).alias("_keys"),
-        *[F.schema_of_variant(_field(name)).alias(_schema(name)) for name in _FIELDS],
-        *[_all_strings(name).alias(f"_strings_{name}") for name in MAP_FIELDS],
-        typed.alias("_typed"),
+        F.coalesce(schema.rlike(CONTRACT_PATTERN), F.lit(False)).alias("_conforms"),
+        F.coalesce(schema.startswith("OBJECT<"), F.lit(False)).alias("is_object"),
     )
-    present = [F.col(_schema(name)).isNotNull().cast("int") for name in _FIELDS]
+    looked_at = ~F.col("_conforms") & F.col("is_object")
     wrong_type_field = F.coalesce(*[F.when(_wrong_type(name), F.lit(name)) for name in _FIELDS])
     return inspected.select(
         *lines.columns,
         "is_json",
         "is_object",
-        F.when(F.col("is_object"), F.col("_keys") - sum(present[1:], present[0])).alias(
-            "unknown_field_count"
-        ),
-        F.when(F.col("is_object"), wrong_type_field).alias(WRONG_TYPE_FIELD),
-        *[F.col("_typed")[name].alias(name) for name in _FIELDS],
+        F.when(F.col("_conforms"), F.lit(0))
+        .when(looked_at, F.size(unknown_fields(F.col(LINE))))
+        .alias("unknown_field_count"),
+        F.when(looked_at, wrong_type_field).alias(WRONG_TYPE_FIELD),
+        *[
+            F.try_variant_get(F.col(PARSED), f"$['{name}']", "string").alias(name)
+            for name in STRING_FIELDS
+        ],
+        *[
+            F.try_variant_get(F.col(PARSED), f"$['{name}']", "map<string, string>").alias(name)
+            for name in MAP_FIELDS
+        ],
     )
