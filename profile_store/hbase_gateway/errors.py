@@ -24,6 +24,12 @@ class GatewayIllegalArgument(GatewayError):
     """Sent as Thrift ``IllegalArgument`` where the IDL declares it, else as ``IOError``."""
 
 
+class GatewayInternalError(GatewayError):
+    """Sent as Thrift's ``TApplicationException`` (INTERNAL_ERROR), "Internal error processing
+    <call>": what HBase's Thrift server sends for a runtime exception its handler does not catch
+    (a filter string ``ParseFilter`` rejects, a ``Put`` or ``Get`` its constructor rejects)."""
+
+
 class GatewayAlreadyExists(GatewayError):
     """Sent as Thrift ``AlreadyExists`` (createTable on a name in use)."""
 
@@ -50,3 +56,13 @@ def no_such_family(table: bytes, family: bytes) -> GatewayIOError:
 def show_bytes(name: bytes) -> str:
     """Render bytes like HBase's ``Bytes.toStringBinary``: printable ASCII, else ``\\xNN``."""
     return "".join(chr(b) if 32 <= b < 127 and b != 92 else f"\\x{b:02X}" for b in name)
+
+
+def retries_exhausted(failed: int, cause: str) -> GatewayIOError:
+    """HBase's client error for a batch (``Table.put(List)``/``delete(List)``) with failed rows."""
+    actions = "action" if failed == 1 else "actions"
+    times = "time" if failed == 1 else "times"
+    return GatewayIOError(
+        f"RetriesExhaustedWithDetailsException: Failed {failed} {actions}: {cause}: "
+        f"{failed} {times}, servers with issues: null"
+    )

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import GatewayIllegalArgument, GatewayIOError
+from .errors import GatewayIllegalArgument, GatewayInternalError, GatewayIOError
 from .schema import StoredCell, TableInfo
 from .store import Bound, RowCells, Store, finish_cells, now_ms
 
@@ -69,9 +69,12 @@ class Scanner:
         if self._filter is not None and spec.reversed:
             self._filter.set_reversed(True)  # PrefixFilter/InclusiveStopFilter end differently
         if self._filter is not None and spec.batch_size and self._filter.has_filter_row():
+            # HBase's client retries this region-server error (16 attempts, about a minute)
+            # before reporting it; the gateway reports it at once.
             raise GatewayIOError(
-                "IncompatibleFilterException: Cannot set batch on a scan using a filter that "
-                "returns true for filter.hasFilterRow"
+                "RetriesExhaustedException: Failed after attempts=1, exceptions: "
+                "org.apache.hadoop.hbase.filter.IncompatibleFilterException: Cannot set batch on "
+                "a scan using a filter that returns true for filter.hasFilterRow"
             )
         start = spec.start_row or None
         stop = spec.stop_row or None
@@ -179,13 +182,14 @@ class Scanner:
 
 
 def _parse_filter(text: bytes) -> Any:
-    """Parse an HBase filter string; syntax errors become IOError like HBase's ParseFilter."""
+    """Parse an HBase filter string; ``ParseFilter``'s IllegalArgumentException is not caught by
+    HBase's handler, so a bad filter string is an internal error (TApplicationException)."""
     from . import filters  # written separately; imported only when a scan carries a filter
 
     try:
         return filters.parse_filter(text)
     except filters.FilterSyntaxError as exc:
-        raise GatewayIOError(f"IllegalArgumentException: {exc}") from exc
+        raise GatewayInternalError(f"IllegalArgumentException: {exc}") from exc
 
 
 class ScannerRegistry:

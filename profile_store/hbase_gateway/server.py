@@ -28,7 +28,12 @@ from thriftpy2.transport import (
     TTransportException,
 )
 
-from .errors import GatewayAlreadyExists, GatewayError, GatewayIllegalArgument
+from .errors import (
+    GatewayAlreadyExists,
+    GatewayError,
+    GatewayIllegalArgument,
+    GatewayInternalError,
+)
 from .handler import HbaseHandler
 from .idl import load_idl
 from .store import Store
@@ -63,6 +68,15 @@ class GatewayProcessor(TProcessor):
             result.success = call()
         except TApplicationException as exc:
             self.send_exception(oprot, api, exc, seqid)
+            return
+        except GatewayInternalError as exc:
+            message = f"Internal error processing {api}: {exc.message}"
+            self.send_exception(
+                oprot,
+                api,
+                TApplicationException(TApplicationException.INTERNAL_ERROR, message),
+                seqid,
+            )
             return
         except GatewayError as exc:
             if not self._attach(result, exc, exc.message):

@@ -25,6 +25,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
@@ -32,7 +33,9 @@ from pathlib import Path
 from .errors import (
     GatewayAlreadyExists,
     GatewayIllegalArgument,
+    GatewayInternalError,
     GatewayIOError,
+    retries_exhausted,
     show_bytes,
     table_disabled,
     table_enabled,
@@ -470,8 +473,17 @@ class Store:
         before_ts: int | None = None,
         versions: int = 1,
     ) -> list[RowCells]:
-        """Rows in request order (duplicates kept); rows without visible cells are omitted."""
+        """Rows in request order (duplicates kept); rows without visible cells are omitted.
+
+        An empty or oversized row key is an internal error, as HBase's ``new Get(row)`` throws
+        outside its handler's ``catch``.
+        """
         info = self.readable(name)
+        for row in rows:
+            try:
+                check_row_key(row)
+            except GatewayIllegalArgument as exc:
+                raise GatewayInternalError(exc.message) from exc
         selection = info.select(columns)
         where, params = _filters(selection, before_ts)
         floors = info.ttl_floors(now_ms())
@@ -602,6 +614,44 @@ class Store:
                 self._apply_puts(conn, info, puts)
                 self._apply_deletes(conn, info, deletes)
             _add_meta(conn, f"written:{info.table_id}", len(puts) + len(deletes))
+
+    def mutate_batch(
+        self,
+        name: bytes,
+        batches: Sequence[tuple[bytes, Sequence[Mutation]]],
+        timestamp: int | None = None,
+    ) -> None:
+        """``mutateRows`` as HBase's Thrift handler does it: ``Table.put(puts)``, then
+        ``Table.delete(deletes)``, each row on its own.
+
+        A malformed batch (empty or oversized row key, a put without a qualifier, a negative
+        timestamp) fails before anything is written, as an internal error. A row naming a family
+        the table lacks fails alone: the other rows are written and the call then reports
+        ``RetriesExhaustedWithDetailsException``; when puts failed, the deletes are not applied.
+        """
+        _check_batch_shape(batches, timestamp)
+        failed: list[str] = []
+        with self._write() as conn:
+            ts = _write_timestamp(timestamp)
+            try:
+                info = self._writable(name)
+            except GatewayIOError as exc:  # missing or disabled: every row fails
+                rows = sum(1 for _, mutations in batches if mutations)
+                cause = show_bytes(name) if name not in self._catalog else exc.message
+                raise retries_exhausted(rows, cause) from exc
+            planned = [_plan_row(info, row, mutations, ts) for row, mutations in batches]
+            puts = [cell for plan in planned if plan.put_error is None for cell in plan.puts]
+            failed = [plan.put_error for plan in planned if plan.put_error is not None]
+            self._apply_puts(conn, info, puts)
+            written = len(puts)
+            if not failed:
+                deletes = [d for plan in planned if plan.delete_error is None for d in plan.deletes]
+                failed = [plan.delete_error for plan in planned if plan.delete_error is not None]
+                self._apply_deletes(conn, info, deletes)
+                written += len(deletes)
+            _add_meta(conn, f"written:{info.table_id}", written)
+        if failed:
+            raise retries_exhausted(len(failed), failed[0])
 
     def delete_row(self, name: bytes, row: bytes, timestamp: int | None = None) -> None:
         """Delete every family of ``row`` at or before ``timestamp`` (deleteAllRow[Ts])."""
@@ -803,6 +853,55 @@ def _write_timestamp(timestamp: int | None) -> int:
             f"IllegalArgumentException: Timestamp cannot be negative. ts={timestamp}"
         )
     return timestamp
+
+
+@dataclass
+class _RowPlan:
+    """One row of a ``mutateRows`` batch: its cells, or why its put / its delete fails."""
+
+    puts: list[StoredCell] = field(default_factory=list)
+    deletes: list[tuple[bytes, int, bytes | None, int]] = field(default_factory=list)
+    put_error: str | None = None
+    delete_error: str | None = None
+
+
+def _check_batch_shape(
+    batches: Sequence[tuple[bytes, Sequence[Mutation]]], timestamp: int | None
+) -> None:
+    """What HBase's handler rejects while building its Put and Delete objects (uncaught)."""
+    if timestamp is not None and timestamp < 0:
+        raise GatewayInternalError(
+            f"IllegalArgumentException: Timestamp cannot be negative. ts={timestamp}"
+        )
+    for row, mutations in batches:
+        try:
+            check_row_key(row)
+        except GatewayIllegalArgument as exc:
+            raise GatewayInternalError(exc.message) from exc
+        for is_delete, column, _ in mutations:
+            if not is_delete and b":" not in column:
+                raise GatewayInternalError("IllegalArgumentException: Invalid famAndQf provided.")
+
+
+def _plan_row(info: TableInfo, row: bytes, mutations: Sequence[Mutation], ts: int) -> _RowPlan:
+    plan = _RowPlan()
+    for is_delete, column, value in mutations:
+        family, _, qualifier = column.partition(b":")
+        fam = info.family_index.get(family)
+        if fam is None:
+            problem = (
+                "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException: Column family "
+                f"{show_bytes(family)} does not exist in table {show_bytes(info.name)}"
+            )
+            if is_delete:
+                plan.delete_error = plan.delete_error or problem
+            else:
+                plan.put_error = plan.put_error or problem
+        elif is_delete:
+            plan.deletes.append((row, fam, qualifier if b":" in column else None, ts))
+        else:
+            plan.puts.append((row, fam, qualifier, ts, value or b""))
+    return plan
 
 
 def _plan_mutations(

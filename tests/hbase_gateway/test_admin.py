@@ -126,7 +126,6 @@ def test_recreated_table_starts_empty(connection: happybase.Connection, make_tab
         lambda c: c.is_table_enabled("no_such_table"),
         lambda c: c.table("no_such_table").families(),
         lambda c: c.table("no_such_table").row(b"r"),
-        lambda c: c.table("no_such_table").put(b"r", {b"cf:q": b"v"}),
         lambda c: list(c.table("no_such_table").scan()),
         lambda c: c.table("no_such_table").counter_inc(b"r", b"cf:q"),
         lambda c: c.compact_table("no_such_table"),
@@ -138,7 +137,6 @@ def test_recreated_table_starts_empty(connection: happybase.Connection, make_tab
         "is_enabled",
         "families",
         "row",
-        "put",
         "scan",
         "counter",
         "compact",
@@ -147,6 +145,17 @@ def test_recreated_table_starts_empty(connection: happybase.Connection, make_tab
 def test_unknown_table_is_table_not_found(connection: happybase.Connection, call) -> None:
     with pytest.raises(IOError, match="TableNotFoundException"):
         call(connection)
+
+
+def test_a_put_to_an_unknown_table_fails_as_a_batch_with_every_action_failed(
+    connection: happybase.Connection,
+) -> None:
+    """HBase's handler writes through ``Table.put(List)``: the client's batch error, not
+    TableNotFoundException (checked against Apache HBase in tests/conformance)."""
+    failed = pytest.raises(IOError, match="RetriesExhaustedWithDetailsException: Failed 2 actions")
+    with failed, connection.table("no_such_table").batch() as batch:
+        batch.put(b"a", {b"cf:q": b"v"})
+        batch.put(b"b", {b"cf:q": b"v"})
 
 
 def test_unknown_table_has_no_regions(connection: happybase.Connection) -> None:
@@ -192,14 +201,11 @@ def test_enabling_an_enabled_table_is_an_io_error(
     "call",
     [
         lambda t: t.row(b"r"),
-        lambda t: t.rows([b"r", b"s"]),
         lambda t: t.cells(b"r", b"cf:q"),
-        lambda t: t.put(b"r", {b"cf:q": b"v"}),
-        lambda t: t.delete(b"r", columns=[b"cf:q"]),
         lambda t: list(t.scan()),
         lambda t: t.counter_inc(b"r", b"cf:q"),
     ],
-    ids=["row", "rows", "cells", "put", "delete", "scan", "counter"],
+    ids=["row", "cells", "scan", "counter"],
 )
 def test_disabled_table_rejects_reads_and_writes(
     connection: happybase.Connection, make_table, call
@@ -248,4 +254,26 @@ def test_compaction_accepts_a_region_name(make_table, connection) -> None:
     table = make_table()
     table.put(b"r", {b"cf:q": b"v"})
     connection.client.majorCompact(table.regions()[0]["name"])
+    assert table.row(b"r") == {b"cf:q": b"v"}
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda t: t.rows([b"r", b"s"]),
+        lambda t: t.put(b"r", {b"cf:q": b"v"}),
+        lambda t: t.delete(b"r", columns=[b"cf:q"]),
+    ],
+    ids=["rows", "put", "delete"],
+)
+def test_batches_on_a_disabled_table_fail_as_client_batches(
+    connection: happybase.Connection, make_table, call
+) -> None:
+    """Multi-gets and mutateRows go through HBase's client batch (``RetriesExhausted...``)."""
+    table = make_table()
+    table.put(b"r", {b"cf:q": b"v"})
+    connection.disable_table(table.name)
+    with pytest.raises(IOError, match="RetriesExhaustedWithDetailsException.*is disabled"):
+        call(table)
+    connection.enable_table(table.name)
     assert table.row(b"r") == {b"cf:q": b"v"}

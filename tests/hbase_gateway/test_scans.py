@@ -5,6 +5,7 @@ from __future__ import annotations
 import happybase
 import pytest
 from Hbase_thrift import IllegalArgument, IOError, TScan
+from thriftpy2.thrift import TApplicationException
 
 KEYS = [b"", b"\x00", b"a", b"a\x00", b"ab", b"b", b"ba", b"\x7f", b"\x80", b"\xff", b"\xff\xff"]
 
@@ -187,9 +188,13 @@ def test_filter_selects_rows(filled: happybase.Table) -> None:
     ]
 
 
-def test_filter_syntax_error_is_an_io_error_naming_the_position(filled: happybase.Table) -> None:
-    with pytest.raises(IOError, match="position"):
+def test_filter_syntax_error_is_an_internal_error_naming_the_position(
+    filled: happybase.Table,
+) -> None:
+    with pytest.raises(TApplicationException) as raised:
         list(filled.scan(filter=b"PrefixFilter('a'"))
+    assert raised.value.message.startswith(b"Internal error processing scannerOpenWithScan: ")
+    assert b"position" in raised.value.message
 
 
 def test_exhausted_scanner_returns_empty_lists(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import happybase
 import pytest
-from Hbase_thrift import IllegalArgument, IOError
+from Hbase_thrift import IOError
+from thriftpy2.thrift import TApplicationException
 
 
 def test_put_stores_every_column(table: happybase.Table) -> None:
@@ -22,26 +23,52 @@ def test_put_to_an_unknown_family_is_an_io_error(table: happybase.Table) -> None
         table.put(b"r", {b"nope:a": b"1"})
 
 
-def test_put_to_a_bare_family_is_an_illegal_argument(table: happybase.Table) -> None:
-    with pytest.raises(IllegalArgument):
-        table.put(b"r", {b"cf": b"1"})
+def internal_error(call) -> bytes:
+    """The message of the TApplicationException ``call`` raises (HBase: an uncaught exception)."""
+    with pytest.raises(TApplicationException) as raised:
+        call()
+    assert raised.value.type == TApplicationException.INTERNAL_ERROR
+    return raised.value.message
 
 
-def test_empty_row_key_is_an_illegal_argument(table: happybase.Table) -> None:
-    with pytest.raises(IllegalArgument):
-        table.put(b"", {b"cf:a": b"1"})
+def test_put_to_a_bare_family_is_an_internal_error(table: happybase.Table) -> None:
+    message = internal_error(lambda: table.put(b"r", {b"cf": b"1"}))
+    assert message.startswith(b"Internal error processing mutateRows: ")
+    assert b"Invalid famAndQf" in message
 
 
-def test_negative_timestamp_is_an_illegal_argument(table: happybase.Table) -> None:
-    with pytest.raises(IllegalArgument):
-        table.put(b"r", {b"cf:a": b"1"}, timestamp=-1)
+def test_empty_row_key_is_an_internal_error(table: happybase.Table) -> None:
+    assert b"Row length is 0" in internal_error(lambda: table.put(b"", {b"cf:a": b"1"}))
 
 
-def test_failed_batch_writes_nothing(table: happybase.Table) -> None:
-    with pytest.raises(IOError), table.batch() as batch:
+def test_negative_timestamp_is_an_internal_error(table: happybase.Table) -> None:
+    message = internal_error(lambda: table.put(b"r", {b"cf:a": b"1"}, timestamp=-1))
+    assert b"Timestamp cannot be negative" in message
+
+
+def test_a_malformed_batch_writes_nothing(table: happybase.Table) -> None:
+    with pytest.raises(TApplicationException), table.batch() as batch:
         batch.put(b"a", {b"cf:x": b"1"})
-        batch.put(b"b", {b"nope:x": b"2"})
+        batch.put(b"", {b"cf:x": b"2"})
     assert table.row(b"a") == {}
+
+
+def test_a_batch_row_naming_a_missing_family_fails_alone(table: happybase.Table) -> None:
+    failed = pytest.raises(IOError, match="Failed 1 action: .*NoSuchColumnFamilyException")
+    with failed, table.batch() as batch:
+        batch.put(b"a", {b"cf:x": b"1"})
+        batch.put(b"b", {b"nope:x": b"2", b"cf:x": b"2"})
+        batch.put(b"c", {b"cf:x": b"3"})
+    assert dict(table.scan()) == {b"a": {b"cf:x": b"1"}, b"c": {b"cf:x": b"3"}}
+
+
+def test_failed_puts_leave_the_batch_deletes_unapplied(table: happybase.Table) -> None:
+    table.put(b"d", {b"cf:x": b"kept"})
+    failed = pytest.raises(IOError, match="RetriesExhaustedWithDetailsException")
+    with failed, table.batch() as batch:
+        batch.put(b"b", {b"nope:x": b"2"})
+        batch.delete(b"d")
+    assert table.row(b"d") == {b"cf:x": b"kept"}
 
 
 def test_delete_row_removes_all_families(table: happybase.Table) -> None:
