@@ -70,7 +70,7 @@ import operator
 import re
 import struct
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from functools import partial
 from typing import NamedTuple
 
@@ -182,6 +182,7 @@ class RowFilter:
     def __init__(self) -> None:
         # Subclasses call this last, once their configuration and children exist.
         self._scan_done = False
+        self._closed_families: set[bytes] = set()
         self._has_row_step = self.has_filter_row()
         self._transforming = self._transforms()
         self._reset_scan()
@@ -191,10 +192,16 @@ class RowFilter:
     def reset(self) -> None:
         """Start a new scanner: forget page counters, stop flags and per-row state."""
         self._scan_done = False
+        self._closed_families = set()
         self._reset_scan()
 
     def filter_row(
-        self, row: bytes, cells: list[Cell], *, max_versions: int | None = None
+        self,
+        row: bytes,
+        cells: list[Cell],
+        *,
+        max_versions: int | None = None,
+        families: Collection[bytes] | None = None,
     ) -> list[Cell] | None:
         """Filter one row the way HBase's region scanner drives a scan filter.
 
@@ -205,7 +212,15 @@ class RowFilter:
         counted after the filter exactly like UserScanQueryMatcher does, which
         matters because later versions of a column are then never shown to
         the filter.  Without it, every version the filter includes is returned.
+
+        HBase scans each family with its own store scanner, whose query matcher checks
+        filterAllRemaining() before every cell it looks at, its next row's first cell included
+        (peeked before the filter is reset between rows): a filter whose limit is reached in a
+        row (ColumnCountGetFilter) closes the scanners of the families that look on, and the
+        scan ends once every family of the scan (``families``; default: the row's) is closed.
         """
+        if self._closed_families:
+            cells = [c for c in cells if c[0] not in self._closed_families]
         if self._scan_done:
             return None
         # FilterWrapper.filterRowKey: a finished filter rejects the row key, and the
@@ -225,12 +240,18 @@ class RowFilter:
         versions = 0
         n = len(cells)
         i = 0
+        family = None
         while i < n:
             cell = cells[i]
+            if mid_row and cell[0] != family and family is not None and self._all_remaining():
+                self._closed_families.add(family)  # its store peeked this row's next cell
+            family = cell[0]
             if mid_row and self._all_remaining():
-                # Query matcher answers DONE_SCAN: the store scanner closes.
-                self._scan_done = True
-                break
+                # The query matcher answers DONE_SCAN: this family's store scanner closes.
+                self._closed_families.add(family)
+                while i < n and cells[i][0] == family:
+                    i += 1
+                continue
             rc = filter_cell(cell)
             i += 1
             if rc == SKIP:
@@ -274,6 +295,11 @@ class RowFilter:
                     kept = []
             elif self._filter_row():
                 kept = []
+        if mid_row and self._all_remaining() and family is not None:
+            self._closed_families.add(family)  # its store peeks its next row's first cell
+        scan_families = set(families) if families is not None else {c[0] for c in cells}
+        if mid_row and scan_families <= self._closed_families:
+            self._scan_done = True
         self._reset_row()
         return kept or None
 
@@ -284,6 +310,11 @@ class RowFilter:
     def has_filter_row(self) -> bool:
         """HBase's hasFilterRow(): such filters cannot be combined with a batch size."""
         return False
+
+    def is_family_essential(self, family: bytes) -> bool:
+        """HBase's isFamilyEssential(): False lets the region server load that family only for
+        rows the filter keeps, which HBase's reversed scans refuse."""
+        return True
 
     def set_reversed(self, reversed: bool) -> None:
         """Filter.setReversed: HBase calls it on the scan's filter for reversed scans.
@@ -741,6 +772,9 @@ class SingleColumnValueFilter(RowFilter):
         self._passes = comparator.test
         super().__init__()
 
+    def is_family_essential(self, family: bytes) -> bool:
+        return not self.filter_if_missing or family == self.family
+
     def _reset_row(self) -> None:
         self._found_column = False
         self._matched_column = False
@@ -828,6 +862,9 @@ class ColumnValueFilter(RowFilter):
         self._passes = comparator.test
         super().__init__()
 
+    def is_family_essential(self, family: bytes) -> bool:
+        return family == self.family
+
     def _reset_row(self) -> None:
         self._column_found = False
 
@@ -853,6 +890,9 @@ class SkipFilter(RowFilter):
     def __init__(self, filter: RowFilter) -> None:
         self.filter = filter
         super().__init__()
+
+    def is_family_essential(self, family: bytes) -> bool:
+        return self.filter.is_family_essential(family)
 
     def _reset_scan(self) -> None:
         self.filter._reset_scan()
@@ -894,6 +934,9 @@ class WhileMatchFilter(RowFilter):
     def __init__(self, filter: RowFilter) -> None:
         self.filter = filter
         super().__init__()
+
+    def is_family_essential(self, family: bytes) -> bool:
+        return self.filter.is_family_essential(family)
 
     def _reset_scan(self) -> None:
         self.filter._reset_scan()
@@ -948,6 +991,9 @@ class FilterList(RowFilter):
 
     def has_filter_row(self) -> bool:
         return any(f.has_filter_row() for f in self.filters)
+
+    def is_family_essential(self, family: bytes) -> bool:
+        return any(f.is_family_essential(family) for f in self.filters)
 
     def set_reversed(self, reversed: bool) -> None:
         for f in self.filters:

@@ -61,6 +61,12 @@ class Scanner:
         self.info: TableInfo = store.readable(table)
         self.spec = spec
         self._selection = self.info.select(spec.columns)
+        chosen = None if self._selection is None else self._selection.family_ids()
+        self._families = [
+            family.name
+            for fam, family in enumerate(self.info.families)
+            if chosen is None or fam in chosen
+        ]
         if spec.batch_size is not None and spec.batch_size < 1:
             raise GatewayIllegalArgument(
                 f"IllegalArgumentException: batchSize must be positive, got {spec.batch_size}"
@@ -68,6 +74,10 @@ class Scanner:
         self._filter = _parse_filter(spec.filter_string) if spec.filter_string else None
         if self._filter is not None and spec.reversed:
             self._filter.set_reversed(True)  # PrefixFilter/InclusiveStopFilter end differently
+        if self._filter is not None and spec.reversed and self._loads_on_demand():
+            raise GatewayIOError(
+                "DoNotRetryIOException: Reverse scan with loading CFs on demand is not supported"
+            )
         if self._filter is not None and spec.batch_size and self._filter.has_filter_row():
             # HBase's client retries this region-server error (16 attempts, about a minute)
             # before reporting it; the gateway reports it at once.
@@ -90,6 +100,11 @@ class Scanner:
         self.last_used = time.monotonic()
         if self._filter is not None:
             self._filter.reset()
+
+    def _loads_on_demand(self) -> bool:
+        """Whether HBase would load a family of this scan only for the rows the filter keeps
+        (a family the filter calls not essential), which its reversed scanner refuses."""
+        return any(not self._filter.is_family_essential(family) for family in self._families)
 
     def _empty_range(self) -> bool:
         if self._lower is None or self._upper is None:
@@ -174,7 +189,7 @@ class Scanner:
         families = self.info.families
         given = [filters.Cell(families[c[1]].name, c[2], c[3], c[4]) for c in cells]
         assert self._filter is not None
-        kept = self._filter.filter_row(row, given, max_versions=1)
+        kept = self._filter.filter_row(row, given, max_versions=1, families=self._families)
         if not kept:
             return []
         index = self.info.family_index

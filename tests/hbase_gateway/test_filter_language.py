@@ -492,14 +492,34 @@ def test_column_count_get_filter_keeps_the_newest_version_of_the_first_n_columns
     ]
 
 
-def test_column_count_get_filter_ends_the_scan_at_a_row_with_more_than_n_plus_1_columns():
-    # HBase: filterAllRemaining() turns true mid-row, the matcher answers DONE_SCAN.
+def test_column_count_get_filter_ends_a_one_family_scan_at_a_row_with_more_than_n_columns():
+    # HBase: filterAllRemaining() is true when the family's store peeks its next cell; the
+    # matcher answers DONE_SCAN and that family's store scanner closes.
     table = {
-        "a": cells("cf:x=1", "cf:y=2"),
-        "b": cells("cf:x=1", "cf:y=2", "cf:z=3"),
+        "a": cells("cf:x=1"),
+        "b": cells("cf:x=1", "cf:y=2"),
         "c": cells("cf:x=1"),
     }
     assert scan("ColumnCountGetFilter(1)", table) == {"a": ["cf:x=1"], "b": ["cf:x=1"]}
+
+
+def test_column_count_get_filter_closes_only_the_families_that_saw_the_limit_passed():
+    # Checked against Apache HBase (tests/conformance): the excess column in the last family
+    # closes that family's store; the scan goes on with the other family.
+    table = {
+        "a": cells("cf:x=1", "meta:y=2"),
+        "b": cells("cf:x=1", "meta:y=2"),
+    }
+    f = parse_filter("ColumnCountGetFilter(1)")
+    kept = {
+        key: [
+            f"{c.family.decode()}:{c.qualifier.decode()}"
+            for c in f.filter_row(key.encode(), row, families=[b"cf", b"meta"]) or []
+        ]
+        for key, row in table.items()
+    }
+    assert kept == {"a": ["cf:x"], "b": ["cf:x"]}
+    assert not f.filter_all_remaining()
 
 
 def test_page_filter_returns_exactly_n_rows_then_ends_the_scan():
