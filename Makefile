@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: demo test lint ui java clean
+.PHONY: demo test lint ui java hbase clean
 
 java:
 	@command -v java >/dev/null 2>&1 || { echo "PySpark needs Java 17: install it first (Debian: apt-get install -y openjdk-17-jre-headless)"; exit 1; }
@@ -28,6 +28,7 @@ lint: $(BIN)/.installed
 	$(BIN)/ruff format --check .
 
 test: java lint
+	@command -v mvn >/dev/null 2>&1 || { echo "the conformance suite starts a real Apache HBase whose jars Maven resolves: install Maven first (Debian: apt-get install -y maven)"; exit 1; }
 	$(BIN)/pytest
 
 # `dagster dev` warns on every start that it is superseded by `dg dev` (a separate CLI that
@@ -35,6 +36,13 @@ test: java lint
 ui: java $(BIN)/.installed $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/python -W 'ignore:Function `dev_command` is superseded' -m dagster dev \
 		-w workspace.yaml -h 127.0.0.1 -p 3000
+
+# A real Apache HBase (standalone, Thrift-1 on port 9090) until Ctrl-C; the first run resolves
+# its jars with Maven into ~/.cache/adtech-profiles. It prints the variables that point the
+# pipeline at it.
+hbase: java $(BIN)/.installed
+	@command -v mvn >/dev/null 2>&1 || { echo "Apache HBase's jars are resolved by Maven: install it first (Debian: apt-get install -y maven)"; exit 1; }
+	$(BIN)/python -m profile_store.apache_hbase --data-dir data/apache-hbase --port 9090
 
 clean:
 	rm -rf data .dagster_home
