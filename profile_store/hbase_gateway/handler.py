@@ -169,6 +169,8 @@ class HbaseHandler:
         self.store.create_table(tableName, families)
 
     def deleteTable(self, tableName: bytes) -> None:
+        if tableName not in self.store.table_names():  # HBase's handler checks tableExists first
+            raise GatewayIOError("IOException: table does not exist")
         self.store.delete_table(tableName)
 
     # -- single-cell reads ---------------------------------------------------------------------

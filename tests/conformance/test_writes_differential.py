@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from differential import Differential
 
 FAMILIES = {"cf": {"max_versions": 3}, "other": {"max_versions": 1}}
@@ -70,3 +71,52 @@ def test_a_bad_filter_string_fails_alike(pair: Differential) -> None:
     pair.same(lambda c: c.table(name).put(b"r", {b"cf:a": b"1"}))
     pair.same(lambda c: c.table(name).scan(filter=b"NoSuchFilter('x')"))
     pair.same(lambda c: c.table(name).scan(filter=b"ValueFilter(=, 'binary:1'"))
+
+
+FAMILY_OPTIONS = [
+    {"max_versions": 1},
+    {"max_versions": 5, "in_memory": True},
+    {"max_versions": 2, "time_to_live": 3600},
+    {"bloom_filter_type": "ROW", "block_cache_enabled": False},
+    {"bloom_filter_type": "ROWCOL", "compression": "NONE"},
+    {},
+]
+
+
+@pytest.mark.parametrize("options", FAMILY_OPTIONS, ids=lambda o: ",".join(o) or "defaults")
+def test_a_created_family_is_described_alike(pair: Differential, options: dict) -> None:
+    name = pair.create_table({"cf": options})
+    pair.same(lambda c: c.table(name).families())
+
+
+def test_a_family_ttl_hides_cells_older_than_it(pair: Differential) -> None:
+    name = pair.create_table({"cf": {"max_versions": 3, "time_to_live": 3600}})
+    pair.same(lambda c: c.table(name).put(b"old", {b"cf:a": b"1"}, timestamp=1000))
+    pair.same(lambda c: c.table(name).put(b"new", {b"cf:a": b"2"}))
+    pair.same(lambda c: c.table(name).scan())
+    pair.same(lambda c: c.table(name).cells(b"old", b"cf:a", versions=3))
+
+
+def test_versions_beyond_max_versions_are_not_returned(pair: Differential) -> None:
+    name = pair.create_table({"cf": {"max_versions": 2}})
+    for ts in (1, 2, 3, 4):
+        pair.same(lambda c, ts=ts: c.table(name).put(b"r", {b"cf:a": b"v%d" % ts}, timestamp=ts))
+    pair.same(lambda c: c.table(name).cells(b"r", b"cf:a", versions=10, include_timestamp=True))
+    pair.same(lambda c: c.table(name).row(b"r", timestamp=3, include_timestamp=True))
+
+
+def test_admin_calls_on_a_missing_table_fail_alike(pair: Differential) -> None:
+    missing = b"conformance_no_such_table"
+    pair.same(lambda c: c.delete_table(missing, disable=False))
+    pair.same(lambda c: c.enable_table(missing))
+    pair.same(lambda c: c.disable_table(missing))
+    pair.same(lambda c: c.is_table_enabled(missing))
+    pair.same(lambda c: c.table(missing).families())
+    pair.same(lambda c: c.table(missing).counter_inc(b"r", b"cf:q"))
+    pair.same(lambda c: list(c.table(missing).scan()))
+
+
+def test_creating_an_existing_table_fails_alike(pair: Differential) -> None:
+    name = pair.create_table(FAMILIES)
+    pair.same(lambda c: c.create_table(name, {"cf": {}}))
+    pair.same(lambda c: c.delete_table(name))  # still enabled

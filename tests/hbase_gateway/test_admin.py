@@ -120,7 +120,6 @@ def test_recreated_table_starts_empty(connection: happybase.Connection, make_tab
 @pytest.mark.parametrize(
     "call",
     [
-        lambda c: c.delete_table("no_such_table", disable=False),
         lambda c: c.enable_table("no_such_table"),
         lambda c: c.disable_table("no_such_table"),
         lambda c: c.is_table_enabled("no_such_table"),
@@ -131,7 +130,6 @@ def test_recreated_table_starts_empty(connection: happybase.Connection, make_tab
         lambda c: c.compact_table("no_such_table"),
     ],
     ids=[
-        "delete",
         "enable",
         "disable",
         "is_enabled",
@@ -145,6 +143,11 @@ def test_recreated_table_starts_empty(connection: happybase.Connection, make_tab
 def test_unknown_table_is_table_not_found(connection: happybase.Connection, call) -> None:
     with pytest.raises(IOError, match="TableNotFoundException"):
         call(connection)
+
+
+def test_deleting_an_unknown_table_says_it_does_not_exist(connection: happybase.Connection) -> None:
+    with pytest.raises(IOError, match="IOException: table does not exist"):
+        connection.delete_table("no_such_table", disable=False)
 
 
 def test_a_put_to_an_unknown_table_fails_as_a_batch_with_every_action_failed(
