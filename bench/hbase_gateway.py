@@ -5,11 +5,15 @@ Python does not share one GIL):
 
 * batch put: ``Table.batch()`` of 1,000 rows x 2 cells per ``mutateRows``, reported in cells/s;
 * get: ``Table.row()`` of a random existing row, latency p50/p99 and gets/s;
+* multi-get: ``Table.rows()`` of 25 random existing rows, latency p50/p99 and calls/s;
 * scan: ``Table.scan(batch_size=1000)`` over the whole table, rows/s summed over clients.
 
-Seeds are fixed and the data is generated, so runs are comparable. Usage::
+Seeds are fixed and the data is generated, so runs are comparable. ``--against both`` runs the
+same workloads against a standalone Apache HBase (``profile_store/apache_hbase.py``, same
+machine) and prints the gateway's ratio to it. Usage::
 
     python bench/hbase_gateway.py [--rows 100000] [--gets 20000] [--transport buffered]
+        [--against gateway|both]
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ from profile_store.hbase_gateway.process import EmbeddedGateway  # noqa: E402
 TABLE = "bench"
 VALUE_BYTES = 20
 BATCH_ROWS = 1000
+MULTIGET_ROWS = 25
 BARS = {"get p50 ms": 0.2, "batch put cells/s": 50_000, "scan rows/s": 100_000}
 
 
@@ -67,6 +72,24 @@ def get_worker(kwargs: dict, table: str, keys: list[bytes], gets: int, seed: int
             raise AssertionError(f"row {key!r} missing")
         latencies.append(clock() - t0)
     return {"count": gets, "seconds": clock() - start, "latencies": latencies}
+
+
+def multiget_worker(
+    kwargs: dict, table: str, keys: list[bytes], calls: int, seed: int
+) -> dict[str, Any]:
+    """``Table.rows()`` of MULTIGET_ROWS random existing rows per call."""
+    rng = random.Random(seed)
+    t = happybase.Connection(**kwargs).table(table)
+    picks = [[rng.choice(keys) for _ in range(MULTIGET_ROWS)] for _ in range(calls)]
+    latencies = []
+    clock = time.perf_counter
+    start = clock()
+    for batch in picks:
+        t0 = clock()
+        if len(t.rows(batch)) != len(batch):
+            raise AssertionError("rows missing")
+        latencies.append(clock() - t0)
+    return {"count": calls, "seconds": clock() - start, "latencies": latencies}
 
 
 def scan_worker(kwargs: dict, table: str, expected: int) -> dict[str, Any]:
@@ -128,63 +151,52 @@ def machine() -> str:
     )
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=100_000, help="rows loaded (2 cells each)")
-    parser.add_argument("--gets", type=int, default=20_000, help="gets per run (split by clients)")
-    parser.add_argument("--clients", default="1,8", help="comma-separated client counts")
-    parser.add_argument("--transport", default="buffered", choices=["buffered", "framed"])
-    parser.add_argument("--protocol", default="binary", choices=["binary", "compact"])
-    parser.add_argument("--data-dir", help="store directory (default: a fresh temp dir)")
-    args = parser.parse_args(argv)
-    client_counts = [int(c) for c in args.clients.split(",")]
-
-    data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="hbase-bench-"))
-    results: list[tuple[str, int, str, str, str]] = []
+def run_workloads(
+    kwargs: dict, rows: int, gets: int, client_counts: list[int]
+) -> tuple[list[tuple], dict[str, float]]:
+    """Every workload against the Thrift server ``kwargs`` names: table rows and a summary."""
+    results: list[tuple] = []
     summary: dict[str, float] = {}
-    with EmbeddedGateway(data_dir, transport=args.transport, protocol=args.protocol) as gateway:
-        kwargs = gateway.connection_kwargs()
-        admin = happybase.Connection(**kwargs)
-        for clients in client_counts:
-            name = f"{TABLE}_{clients}"
-            admin.create_table(name, {"cf": {"max_versions": 1}})
-            per_client = args.rows // clients
-            put = run_clients(
-                put_worker, [(kwargs, name, c, per_client, 1000 + c) for c in range(clients)]
-            )
-            rate = put["total"] / put["wall"]
-            results.append(("batch put", clients, f"{rate:,.0f} cells/s", "", ""))
-            summary.setdefault("batch put cells/s", rate)
+    admin = happybase.Connection(**kwargs)
+    for clients in client_counts:
+        name = f"{TABLE}_{clients}"
+        if name.encode() in admin.tables():
+            admin.delete_table(name, disable=True)
+        admin.create_table(name, {"cf": {"max_versions": 1}})
+        per_client = rows // clients
+        put = run_clients(
+            put_worker, [(kwargs, name, c, per_client, 1000 + c) for c in range(clients)]
+        )
+        rate = put["total"] / put["wall"]
+        results.append(("batch put", clients, f"{rate:,.0f} cells/s", "", ""))
+        summary.setdefault("batch put cells/s", rate)
 
-            keys = [row_key(c, i) for c in range(clients) for i in range(per_client)]
-            gets = run_clients(
-                get_worker,
-                [(kwargs, name, keys, args.gets // clients, 2000 + c) for c in range(clients)],
+        keys = [row_key(c, i) for c in range(clients) for i in range(per_client)]
+        for label, worker, calls, unit in (
+            ("get", get_worker, gets, "gets/s"),
+            (f"multi-get of {MULTIGET_ROWS}", multiget_worker, gets // 10, "calls/s"),
+        ):
+            timed = run_clients(
+                worker, [(kwargs, name, keys, calls // clients, 2000 + c) for c in range(clients)]
             )
-            p50 = percentile(gets["latencies"], 0.50) * 1e3
-            p99 = percentile(gets["latencies"], 0.99) * 1e3
-            results.append(
-                (
-                    "get",
-                    clients,
-                    f"{gets['total'] / gets['wall']:,.0f} gets/s",
-                    f"{p50:.3f}",
-                    f"{p99:.3f}",
-                )
-            )
-            summary.setdefault("get p50 ms", p50)
+            p50 = percentile(timed["latencies"], 0.50) * 1e3
+            p99 = percentile(timed["latencies"], 0.99) * 1e3
+            rate = timed["total"] / timed["wall"]
+            results.append((label, clients, f"{rate:,.0f} {unit}", f"{p50:.3f}", f"{p99:.3f}"))
+            summary.setdefault(f"{label} p50 ms", p50)
+            summary.setdefault(f"{label} p99 ms", p99)
 
-            scan = run_clients(scan_worker, [(kwargs, name, len(keys)) for _ in range(clients)])
-            rate = scan["total"] / scan["wall"]
-            results.append(("scan", clients, f"{rate:,.0f} rows/s", "", ""))
-            summary.setdefault("scan rows/s", rate)
-        admin.close()
+        scan = run_clients(scan_worker, [(kwargs, name, len(keys)) for _ in range(clients)])
+        rate = scan["total"] / scan["wall"]
+        results.append(("scan", clients, f"{rate:,.0f} rows/s", "", ""))
+        summary.setdefault("scan rows/s", rate)
+        admin.delete_table(name, disable=True)
+    admin.close()
+    return results, summary
 
-    print(
-        f"\nHBase gateway benchmark ({args.transport}/{args.protocol}, {args.rows:,} rows x 2 cells"
-        f" of {VALUE_BYTES} B, {args.gets:,} gets)"
-    )
-    print(f"machine: {machine()}\n")
+
+def print_table(title: str, results: list[tuple]) -> None:
+    print(f"\n{title}")
     header = ("workload", "clients", "throughput", "p50 ms", "p99 ms")
     widths = [max(len(str(r[i])) for r in [header, *results]) for i in range(5)]
     for line in [header, tuple("-" * w for w in widths), *results]:
@@ -194,6 +206,56 @@ def main(argv: list[str] | None = None) -> int:
                 for i, (v, w) in enumerate(zip(line, widths, strict=True))
             )
         )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000, help="rows loaded (2 cells each)")
+    parser.add_argument("--gets", type=int, default=20_000, help="gets per run (split by clients)")
+    parser.add_argument("--clients", default="1,8", help="comma-separated client counts")
+    parser.add_argument("--transport", default="buffered", choices=["buffered", "framed"])
+    parser.add_argument("--protocol", default="binary", choices=["binary", "compact"])
+    parser.add_argument("--data-dir", help="store directory (default: a fresh temp dir)")
+    parser.add_argument(
+        "--against",
+        default="gateway",
+        choices=["gateway", "both"],
+        help="'both' also runs every workload against a standalone Apache HBase and prints "
+        "the gateway's ratio to it",
+    )
+    args = parser.parse_args(argv)
+    client_counts = [int(c) for c in args.clients.split(",")]
+    shape = (
+        f"{args.transport}/{args.protocol}, {args.rows:,} rows x 2 cells of {VALUE_BYTES} B, "
+        f"{args.gets:,} gets, {args.gets // 10:,} multi-gets of {MULTIGET_ROWS}"
+    )
+
+    data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="hbase-bench-"))
+    with EmbeddedGateway(data_dir, transport=args.transport, protocol=args.protocol) as gateway:
+        results, summary = run_workloads(
+            gateway.connection_kwargs(), args.rows, args.gets, client_counts
+        )
+    print(f"\nmachine: {machine()}")
+    print_table(f"Embedded gateway ({shape})", results)
+    if args.against == "both":
+        from profile_store.apache_hbase import HBASE_VERSION, ApacheHBase
+
+        with tempfile.TemporaryDirectory(prefix="apache-hbase-bench-") as hbase_dir:
+            hbase = ApacheHBase(hbase_dir).start()
+            try:
+                port = hbase.port
+                if (args.transport, args.protocol) != ("buffered", "binary"):
+                    port = hbase.thrift_server(args.transport, args.protocol)
+                kwargs = hbase.connection_kwargs(port, args.transport, args.protocol)
+                apache, apache_summary = run_workloads(kwargs, args.rows, args.gets, client_counts)
+            finally:
+                hbase.stop(graceful=False)
+        print_table(f"Apache HBase {HBASE_VERSION} standalone, Thrift-1 ({shape})", apache)
+        print("\ngateway / Apache HBase (single client; > 1 is better for throughput, < 1 for ms):")
+        for key, value in summary.items():
+            print(f"  {key:<28} {value:>12,.3f} vs {apache_summary[key]:>12,.3f}  "
+                  f"= {value / apache_summary[key]:.2f}x")  # fmt: skip
+
     print("\nbars (single client):")
     ok = True
     for bar, limit in BARS.items():
