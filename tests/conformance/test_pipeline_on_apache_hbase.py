@@ -9,16 +9,25 @@ must be identical.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
 import shutil
+import subprocess
+import sys
 from datetime import date
+from pathlib import Path
 
 import happybase
 import pytest
 from dagster import DagsterInstance, materialize
+from fastapi.testclient import TestClient
 
 from profile_assets.definitions import defs
 from profile_store.audiences.engine import AudienceEngine
+from profile_store.audiences.http_api import create_app
 from profile_store.audiences.sketch_table import SKETCH_TABLE
+from profile_store.audiences.tenants import Tenants
 from profile_store.generator.lake import generate_lake
 from profile_store.hbase_client import table_opener
 from profile_store.lake_layout import LANDING
@@ -27,6 +36,8 @@ from profile_store.profiles.table import PROFILE_TABLE
 from resources import resources_from_env
 
 DAYS = ("2026-11-01", "2026-11-02")
+APP = "com.shopfast.android"
+API_KEY = "conformance-key-0123456789"
 QUERIES = [
     {"app_id": "com.shopfast.android", "event_type": "view_item", "date_from": DAYS[0],
      "date_to": DAYS[1]},
@@ -39,6 +50,31 @@ QUERIES = [
         ]
     },
 ]  # fmt: skip
+
+
+class Backend:
+    """One HBase the pipeline wrote to: its pool, and the environment that points tools at it."""
+
+    def __init__(self, pool: happybase.ConnectionPool) -> None:
+        self.pool = pool
+        with pool.connection() as connection:
+            self.environment = {
+                "HBASE_THRIFT_HOST": connection.host,
+                "HBASE_THRIFT_PORT": str(connection.port),
+            }
+
+    def engine(self) -> AudienceEngine:
+        return AudienceEngine(table_opener(self.pool, SKETCH_TABLE))
+
+    def reader(self) -> ProfileReader:
+        return ProfileReader(table_opener(self.pool, PROFILE_TABLE))
+
+    def connection(self):
+        return self.pool.connection()
+
+
+def without_timing(body: dict) -> dict:
+    return {key: value for key, value in body.items() if key != "elapsed_ms"}
 
 
 def run_days(environment: dict[str, str]) -> None:
@@ -79,11 +115,24 @@ def both(spark, apache_hbase, tmp_path_factory):
     from profile_store.hbase_gateway.process import EmbeddedGateway
 
     with EmbeddedGateway(gateway_dir) as gateway:
-        pools = {
-            "gateway": happybase.ConnectionPool(2, **gateway.connection_kwargs()),
-            "apache": happybase.ConnectionPool(2, **apache_hbase.connection_kwargs()),
+        yield {
+            "gateway": Backend(happybase.ConnectionPool(2, **gateway.connection_kwargs())),
+            "apache": Backend(happybase.ConnectionPool(2, **apache_hbase.connection_kwargs())),
         }
-        yield pools
+
+
+@pytest.fixture(scope="module")
+def services(both):
+    """The HTTP service (audiences and profiles) over each backend."""
+    tenants = Tenants.from_config(
+        {"tenants": [{"name": "shop", "api_keys": [API_KEY], "app_ids": [APP]}]}
+    )
+    clients = {}
+    with contextlib.ExitStack() as stack:
+        for name, backend in both.items():
+            app = create_app(backend.engine(), tenants, backend.reader())
+            clients[name] = stack.enter_context(TestClient(app, raise_server_exceptions=False))
+        yield clients
 
 
 @pytest.mark.parametrize("table", [SKETCH_TABLE, PROFILE_TABLE])
@@ -98,10 +147,7 @@ def test_every_cell_the_pipeline_writes_is_the_same_on_both(both, table: str) ->
 
 @pytest.mark.parametrize("query", QUERIES, ids=["leaf", "intersection"])
 def test_audience_answers_are_the_same_on_both(both, query: dict) -> None:
-    answers = {
-        backend: AudienceEngine(table_opener(pool, SKETCH_TABLE)).estimate(query)
-        for backend, pool in both.items()
-    }
+    answers = {name: backend.engine().estimate(query) for name, backend in both.items()}
     assert answers["gateway"].estimate > 0
     assert answers["gateway"].estimate == answers["apache"].estimate
     assert answers["gateway"].lower_95 == answers["apache"].lower_95
@@ -112,7 +158,7 @@ def test_profile_reads_are_the_same_on_both(both) -> None:
     with both["gateway"].connection() as g:
         keys = [key for key, _ in g.table(PROFILE_TABLE).scan(row_prefix=b"p|", limit=40)]
     ids = [key.decode()[2:] for key in keys]
-    readers = {b: ProfileReader(table_opener(pool, PROFILE_TABLE)) for b, pool in both.items()}
+    readers = {name: backend.reader() for name, backend in both.items()}
     now = 1_790_000_000_000
     for id in ids:
         views = {b: reader.profile(id, now_ms=now) for b, reader in readers.items()}
@@ -121,3 +167,53 @@ def test_profile_reads_are_the_same_on_both(both) -> None:
         assert readers["gateway"].segments(id, now_ms=now) == readers["apache"].segments(
             id, now_ms=now
         )
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=["leaf", "intersection"])
+def test_the_http_service_answers_the_same_on_both(services, query: dict) -> None:
+    bodies = {}
+    for name, client in services.items():
+        answer = client.post("/v1/audiences/estimate", json=query, headers={"X-API-Key": API_KEY})
+        assert answer.status_code == 200, answer.text
+        bodies[name] = without_timing(answer.json())
+    assert bodies["gateway"] == bodies["apache"]
+
+
+def test_the_http_profile_reads_are_the_same_on_both(both, services) -> None:
+    with both["gateway"].connection() as g:
+        keys = [key for key, _ in g.table(PROFILE_TABLE).scan(row_prefix=b"p|", limit=10)]
+    for key in keys:
+        path = f"/v1/profiles/{key.decode()[2:]}"
+        answers = {
+            name: client.get(path, headers={"X-API-Key": API_KEY})
+            for name, client in services.items()
+        }
+        assert answers["gateway"].status_code == 200
+        gateway, apache = (answers[name].json() for name in ("gateway", "apache"))
+        # Read a few milliseconds apart: the time of the read and the decayed counters differ.
+        for moment in ("now", "now_ms"):
+            gateway.pop(moment), apache.pop(moment)
+        gateway_counters, apache_counters = gateway.pop("counters"), apache.pop("counters")
+        assert gateway == apache
+        assert gateway_counters.keys() == apache_counters.keys()
+        for event, value in gateway_counters.items():
+            assert value == pytest.approx(apache_counters[event], rel=1e-6)
+
+
+@pytest.mark.parametrize("query", QUERIES, ids=["leaf", "intersection"])
+def test_the_cli_answers_the_same_on_both(both, tmp_path, query: dict) -> None:
+    query_file = tmp_path / "query.json"
+    query_file.write_text(json.dumps(query))
+    outputs = {}
+    for name, backend in both.items():
+        completed = subprocess.run(
+            [str(Path(sys.executable).with_name("profiles")), "audience", "estimate",
+             str(query_file), "--json"],
+            env={**os.environ, **backend.environment},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )  # fmt: skip
+        assert completed.returncode == 0, completed.stderr
+        outputs[name] = without_timing(json.loads(completed.stdout))
+    assert outputs["gateway"] == outputs["apache"]
