@@ -9,9 +9,13 @@ rows, HBase writes to the embedded gateway), then:
    (app, event type, day, kept-attribute combination, plus the per-day aggregate); for
    reference, Spark's own exact count of that grouping and Spark only reading the columns;
 2. query: p50/p90/p99 latency of >= 1,000 generated queries against the gateway;
-3. accuracy: the asset check's figures over the same queries (exact answers from Spark).
+3. accuracy: the asset check's figures over the same queries (exact answers from Spark);
+4. with ``--against-apache``: the sketch table copied into a standalone Apache HBase
+   (``profile_store/apache_hbase.py``), the same queries answered from both, answers compared
+   and latencies printed side by side.
 
     .venv/bin/python bench/audiences.py [--days 30] [--events-per-day 350000] [--queries 1000]
+        [--against-apache]
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from profile_store.audiences.accuracy import AccuracyBars
 from profile_store.audiences.accuracy_run import run_accuracy
 from profile_store.audiences.attribute_stats import TrimRule, daily_attribute_stats, trim_decisions
 from profile_store.audiences.engine import AudienceEngine
+from profile_store.audiences.query_sampler import build_catalog, sample_queries
 from profile_store.audiences.rowkey import day_component
 from profile_store.audiences.sketch_rows import (
     day_sketch_rows,
@@ -96,6 +101,61 @@ def spark_scan(events) -> None:
     ).save()
 
 
+FAMILY_OPTIONS = (
+    "max_versions",
+    "compression",
+    "in_memory",
+    "bloom_filter_type",
+    "bloom_filter_vector_size",
+    "bloom_filter_nb_hashes",
+    "block_cache_enabled",
+    "time_to_live",
+)
+
+
+def copy_table(source: happybase.Connection, target: happybase.Connection, name: str) -> int:
+    """``name`` with its families and every row's latest cells, from ``source`` to ``target``."""
+    families = {
+        family.decode(): {k: v for k, v in options.items() if k in FAMILY_OPTIONS}
+        for family, options in source.table(name).families().items()
+    }
+    target.create_table(name, families)
+    rows = 0
+    with target.table(name).batch(batch_size=500) as batch:
+        for key, cells in source.table(name).scan(batch_size=2000):
+            batch.put(key, cells)
+            rows += 1
+    return rows
+
+
+def timed_answers(engine: AudienceEngine, trees: list[dict]) -> tuple[list, list[float]]:
+    answers = [engine.estimate(tree) for tree in trees]
+    return [(a.estimate, a.lower_95, a.upper_95) for a in answers], [a.elapsed_ms for a in answers]
+
+
+def against_apache(host: str, port: int, trees: list[dict]) -> dict:
+    """The gateway's sketch table copied into a standalone Apache HBase; ``trees`` answered
+    from both (each engine warmed by one pass first), answers compared."""
+    from profile_store.apache_hbase import temporary_hbase
+    from profile_store.hbase_client import table_opener
+
+    with temporary_hbase() as hbase:
+        source = happybase.Connection(host=host, port=port)
+        target = happybase.Connection(**hbase.connection_kwargs())
+        rows = copy_table(source, target, SKETCH_TABLE)
+        print(f"copied {rows:,} sketch rows into Apache HBase", flush=True)
+        results: dict = {}
+        answers = {}
+        for server, kwargs in (("gateway", {"host": host, "port": port}),
+                               ("apache", hbase.connection_kwargs())):  # fmt: skip
+            pool = happybase.ConnectionPool(2, **kwargs)
+            engine = AudienceEngine(table_opener(pool, SKETCH_TABLE), min_retained_for_estimate=0)
+            timed_answers(engine, trees)  # warm-up pass
+            answers[server], results[server] = timed_answers(engine, trees)
+        results["identical"] = answers["gateway"] == answers["apache"]
+    return results
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=30)
@@ -103,6 +163,11 @@ def main() -> int:
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work-dir", type=Path, default=Path("data/bench-audiences"))
+    parser.add_argument(
+        "--against-apache",
+        action="store_true",
+        help="also answer the queries from a standalone Apache HBase holding the same rows",
+    )
     args = parser.parse_args()
 
     lake_root = args.work_dir / "lake"
@@ -186,6 +251,12 @@ def main() -> int:
             part = part.withColumn("date", F.lit(d.isoformat()))
             decisions = part if decisions is None else decisions.unionByName(part)
         run = run_accuracy(spark, all_events, decisions, engine, days, args.queries, args.seed)
+        side_by_side = None
+        if args.against_apache:
+            trees = sample_queries(
+                build_catalog(all_events, decisions), days, args.queries, args.seed
+            )
+            side_by_side = against_apache(host, port, trees)
 
     report = run.report
     lat = run.latencies_ms
@@ -229,6 +300,15 @@ def main() -> int:
     )
     failures = report.failures(AccuracyBars())
     print("accuracy bars: " + ("all met" if not failures else "; ".join(failures)))
+    if side_by_side is not None:
+        print()
+        print(f"Same {len(lat)} queries, the sketch table on both (answers identical: "
+              f"{side_by_side['identical']})")  # fmt: skip
+        print("| server | p50 ms | p90 ms | p99 ms |")
+        print("| --- | ---: | ---: | ---: |")
+        for server in ("gateway", "apache"):
+            q50, q90, q99 = np.percentile(side_by_side[server], [50, 90, 99])
+            print(f"| {server} | {q50:.2f} | {q90:.2f} | {q99:.2f} |")
     return 0
 
 
