@@ -71,36 +71,27 @@ class GatewayProcessor(TProcessor):
             return
         except GatewayInternalError as exc:
             message = f"Internal error processing {api}: {exc.message}"
-            self.send_exception(
-                oprot,
-                api,
-                TApplicationException(TApplicationException.INTERNAL_ERROR, message),
-                seqid,
-            )
+            self._send_application_error(oprot, api, seqid, message)
             return
         except GatewayError as exc:
             if not self._attach(result, exc, exc.message):
-                self.send_exception(
-                    oprot,
-                    api,
-                    TApplicationException(TApplicationException.UNKNOWN, exc.message),
-                    seqid,
-                )
+                self._send_application_error(oprot, api, seqid, exc.message, unknown=True)
                 return
         except Exception as exc:
             logger.exception("Thrift call %s failed", api)
             message = f"{type(exc).__name__}: {exc}"
             if not self._attach(result, exc, message):
-                self.send_exception(
-                    oprot,
-                    api,
-                    TApplicationException(TApplicationException.INTERNAL_ERROR, message),
-                    seqid,
-                )
+                self._send_application_error(oprot, api, seqid, message)
                 return
         if not result.oneway:
             self.send_result(oprot, api, result, seqid)
         self._handler.run_after_reply()
+
+    def _send_application_error(
+        self, oprot: Any, api: str, seqid: int, message: str, unknown: bool = False
+    ) -> None:
+        kind = TApplicationException.UNKNOWN if unknown else TApplicationException.INTERNAL_ERROR
+        self.send_exception(oprot, api, TApplicationException(kind, message), seqid)
 
     def _attach(self, result: Any, exc: Exception, message: str) -> bool:
         """Store the matching declared exception on ``result``; False if none is declared."""
