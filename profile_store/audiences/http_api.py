@@ -36,7 +36,7 @@ from typing_extensions import TypeAliasType
 
 from profile_store.api_docs import install_offline_docs
 from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.query import QueryError, leaves
+from profile_store.audiences.query import MAX_TEXT_LENGTH, QueryError, leaves
 from profile_store.audiences.tenants import (
     MAX_MIN_COUNT,
     ForbiddenApp,
@@ -69,7 +69,7 @@ HEALTH_PATH = "/v1/health"
 # --- documentation of the query tree (validation is query.parse_query, with JSON paths) -------
 
 
-NonEmptyText = Annotated[str, StringConstraints(min_length=1)]
+NonEmptyText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_LENGTH)]
 
 
 class LeafQuery(BaseModel):
@@ -92,8 +92,14 @@ class LeafQuery(BaseModel):
         },
     )
 
-    app_id: str = Field(min_length=1, description="The app; the API key's tenant must own it.")
-    event_type: str = Field(min_length=1, description="The event type, e.g. `purchase`.")
+    app_id: str = Field(
+        min_length=1,
+        max_length=MAX_TEXT_LENGTH,
+        description="The app; the API key's tenant must own it.",
+    )
+    event_type: str = Field(
+        min_length=1, max_length=MAX_TEXT_LENGTH, description="The event type, e.g. `purchase`."
+    )
     date_from: date = Field(description="First UTC day (YYYY-MM-DD).")
     date_to: date = Field(description="Last UTC day (YYYY-MM-DD), at most 366 days after.")
     min_count: int | None = Field(

@@ -114,11 +114,22 @@ def _parse(tree: Any, path: str, depth: int, limits: QueryLimits) -> Node:
     return _parse_leaf(tree, path, limits)
 
 
+MAX_TEXT_LENGTH = 1024
+"""Longest app id, event type, attribute name or value a leaf may name (as the event
+contract's attribute values): every row key it builds then fits HBase's 32,767 bytes."""
+
+
 def _text(tree: dict, key: str, path: str) -> str:
     value = tree.get(key)
     if not isinstance(value, str) or not value:
         raise QueryError(f"{path}.{key}", "required, a non-empty string")
+    _check_length(value, f"{path}.{key}")
     return value
+
+
+def _check_length(value: str, path: str) -> None:
+    if len(value) > MAX_TEXT_LENGTH:
+        raise QueryError(path, f"longer than {MAX_TEXT_LENGTH} characters ({len(value):,})")
 
 
 _ISO_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -162,6 +173,8 @@ def _parse_leaf(tree: dict, path: str, limits: QueryLimits) -> Leaf:
             raise QueryError(f'{path}.attributes[""]', "an attribute name must not be empty")
         if not isinstance(value, str) or not value:
             raise QueryError(f"{path}.attributes.{name}", "value must be a non-empty string")
+        _check_length(name, f"{path}.attributes")
+        _check_length(value, f"{path}.attributes.{name}")
     return Leaf(
         path=path,
         app_id=_text(tree, "app_id", path),

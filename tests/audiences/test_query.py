@@ -125,3 +125,12 @@ def test_depth_and_size_limits_hold():
 
 def test_non_object_nodes_are_rejected():
     assert error_of({"union": [leaf(), ["x"]]}).path == "$.union[1]"
+
+
+def test_an_event_type_longer_than_the_limit_is_refused_with_its_path() -> None:
+    tree = {"app_id": "a", "event_type": "e" * 1025, "date_from": "2026-11-01",
+            "date_to": "2026-11-01"}  # fmt: skip
+    with pytest.raises(QueryError) as raised:
+        parse_query(tree)
+    assert raised.value.path == "$.event_type"
+    assert "longer than 1024 characters" in str(raised.value)
