@@ -480,10 +480,7 @@ class Store:
         """
         info = self.readable(name)
         for row in rows:
-            try:
-                check_row_key(row)
-            except GatewayIllegalArgument as exc:
-                raise GatewayInternalError(exc.message) from exc
+            _check_client_row_key(row)
         selection = info.select(columns)
         where, params = _filters(selection, before_ts)
         floors = info.ttl_floors(now_ms())
@@ -865,6 +862,15 @@ class _RowPlan:
     delete_error: str | None = None
 
 
+def _check_client_row_key(row: bytes) -> None:
+    """A row key HBase's client objects (``Put``, ``Get``) refuse in their constructor, which
+    its Thrift handler calls outside its ``catch``: an internal error, not IllegalArgument."""
+    try:
+        check_row_key(row)
+    except GatewayIllegalArgument as exc:
+        raise GatewayInternalError(exc.message) from exc
+
+
 def _check_batch_shape(
     batches: Sequence[tuple[bytes, Sequence[Mutation]]], timestamp: int | None
 ) -> None:
@@ -874,10 +880,7 @@ def _check_batch_shape(
             f"IllegalArgumentException: Timestamp cannot be negative. ts={timestamp}"
         )
     for row, mutations in batches:
-        try:
-            check_row_key(row)
-        except GatewayIllegalArgument as exc:
-            raise GatewayInternalError(exc.message) from exc
+        _check_client_row_key(row)
         for is_delete, column, _ in mutations:
             if not is_delete and b":" not in column:
                 raise GatewayInternalError("IllegalArgumentException: Invalid famAndQf provided.")
