@@ -295,11 +295,12 @@ class RowFilter:
                     kept = []
             elif self._filter_row():
                 kept = []
-        if mid_row and self._all_remaining() and family is not None:
-            self._closed_families.add(family)  # its store peeks its next row's first cell
-        scan_families = set(families) if families is not None else {c[0] for c in cells}
-        if mid_row and scan_families <= self._closed_families:
-            self._scan_done = True
+        if mid_row:  # only filters that can finish mid-row close families
+            if self._all_remaining() and family is not None:
+                self._closed_families.add(family)  # its store peeks its next row's first cell
+            scan_families = families if families is not None else {c[0] for c in cells}
+            if self._closed_families.issuperset(scan_families):
+                self._scan_done = True
         self._reset_row()
         return kept or None
 
