@@ -19,7 +19,12 @@ from profile_store.cli_conventions import (
     whole_number,
 )
 
-from .compaction import DEFAULT_AFTER_CELLS, DEFAULT_INTERVAL_S, BackgroundCompactor
+from .compaction import (
+    DEFAULT_AFTER_CELLS,
+    DEFAULT_INTERVAL_S,
+    DEFAULT_QUIET_S,
+    BackgroundCompactor,
+)
 from .server import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
@@ -80,6 +85,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         default=DEFAULT_INTERVAL_S,
         metavar="SECONDS",
         help="how often the background compaction looks for tables due (default %(default)s)",
+    )
+    parser.add_argument(
+        "--compact-quiet",
+        type=positive_number,
+        default=DEFAULT_QUIET_S,
+        metavar="SECONDS",
+        help="a table due waits until no batch was written to it for this long, unless it was "
+        "written four times the amount due (default %(default)s)",
     )
     parser.add_argument(
         "--ready-file",
@@ -147,7 +160,9 @@ def run(args: argparse.Namespace) -> int:
     if args.ready_file is not None:
         _write_ready_file(args.ready_file, server)
     compactor = (
-        BackgroundCompactor(store, args.compact_after_cells, args.compact_interval).start()
+        BackgroundCompactor(
+            store, args.compact_after_cells, args.compact_interval, args.compact_quiet
+        ).start()
         if args.compact_after_cells
         else None
     )

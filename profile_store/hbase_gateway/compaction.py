@@ -5,8 +5,12 @@ without compaction the store grows with every run although the live data does no
 compacted in the background once the cells put or deleted since its last compaction reach both
 ``after_cells`` and half of what it stored after that compaction (so a table is rewritten about
 once per doubling, as HBase's size-tiered minor compactions do): versions beyond the family's
-``max_versions`` and cells past its TTL are dropped. ``Store.compact`` works in row chunks of
-short transactions, so readers (WAL) are never blocked and writers wait at most one chunk.
+``max_versions`` and cells past its TTL are dropped. A table that is being written waits until
+it has been quiet for ``quiet_s`` (a daily run writes a table in one burst; compacting in the
+middle of it rewrites the rows the burst is about to replace and takes the store's one write
+lock from it), unless the burst has already written ``FORCE_AFTER`` times the amount due, so a
+table written without pause is still compacted. ``Store.compact`` works in row chunks of short
+transactions, so readers (WAL) are never blocked and writers wait at most one chunk.
 Delete markers stay until a major compaction (``major_compact`` through Thrift), as in HBase.
 The counts survive restarts (the store's ``meta`` table), and a gateway's first pass runs at
 start, so gateways that live for one Dagster run each still keep their store compacted.
@@ -23,6 +27,8 @@ logger = logging.getLogger(__name__)
 
 DEFAULT_AFTER_CELLS = 10_000
 DEFAULT_INTERVAL_S = 5.0
+DEFAULT_QUIET_S = 2.0
+FORCE_AFTER = 4  # times the cells due: compact a table written without pause anyway
 GROWTH = 0.5  # written cells, as a share of the cells stored after the last compaction
 
 
@@ -34,12 +40,14 @@ class BackgroundCompactor:
         store: Store,
         after_cells: int = DEFAULT_AFTER_CELLS,
         interval_s: float = DEFAULT_INTERVAL_S,
+        quiet_s: float = DEFAULT_QUIET_S,
     ) -> None:
         if after_cells < 1:
             raise ValueError(f"after_cells must be at least 1, got {after_cells}")
         self.store = store
         self.after_cells = after_cells
         self.interval_s = interval_s
+        self.quiet_s = quiet_s
         self._stopping = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name="hbase-gateway-compactor", daemon=True
@@ -59,7 +67,9 @@ class BackgroundCompactor:
         for name in self.store.table_names():
             written = self.store.written_since_compaction(name)
             stored_after = self.store.stored_after_compaction(name)
-            if written >= max(self.after_cells, GROWTH * stored_after):
+            threshold = max(self.after_cells, GROWTH * stored_after)
+            quiet = self.store.seconds_since_write(name) >= self.quiet_s
+            if written >= threshold and (quiet or written >= FORCE_AFTER * threshold):
                 due.append(name)
         for name in due:
             if self._stopping.is_set():

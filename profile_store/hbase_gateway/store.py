@@ -20,6 +20,7 @@ generation number that every write transaction checks, and readers reload on a m
 from __future__ import annotations
 
 import contextlib
+import math
 import sqlite3
 import struct
 import threading
@@ -153,6 +154,7 @@ class Store:
         self._all_connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._catalog: dict[bytes, TableInfo] = {}
+        self._last_write: dict[int, float] = {}  # table id -> time.monotonic() of its last batch
         self._generation = -1
         self._closed = False
         self._writer = self._connect()
@@ -400,6 +402,15 @@ class Store:
         """The cells ``name`` stored when its last compaction ended (0: never compacted)."""
         return self._meta(f"stored_after:{self.table(name).table_id}")
 
+    def seconds_since_write(self, name: bytes) -> float:
+        """Seconds since this process last applied a batch to ``name`` (inf: not since start)."""
+        last = self._last_write.get(self.table(name).table_id)
+        return math.inf if last is None else time.monotonic() - last
+
+    def _count_written(self, conn: sqlite3.Connection, info: TableInfo, cells: int) -> None:
+        _add_meta(conn, f"written:{info.table_id}", cells)
+        self._last_write[info.table_id] = time.monotonic()
+
     def _meta(self, key: str) -> int:
         with self._write_lock:
             found = self._writer.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -610,7 +621,7 @@ class Store:
             else:
                 self._apply_puts(conn, info, puts)
                 self._apply_deletes(conn, info, deletes)
-            _add_meta(conn, f"written:{info.table_id}", len(puts) + len(deletes))
+            self._count_written(conn, info, len(puts) + len(deletes))
 
     def mutate_batch(
         self,
@@ -646,7 +657,7 @@ class Store:
                 failed = [plan.delete_error for plan in planned if plan.delete_error is not None]
                 self._apply_deletes(conn, info, deletes)
                 written += len(deletes)
-            _add_meta(conn, f"written:{info.table_id}", written)
+            self._count_written(conn, info, written)
         if failed:
             raise retries_exhausted(len(failed), failed[0])
 

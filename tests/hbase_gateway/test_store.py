@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from profile_store.hbase_gateway.compaction import BackgroundCompactor
 from profile_store.hbase_gateway.errors import GatewayIOError
 from profile_store.hbase_gateway.schema import FamilyDescriptor
 from profile_store.hbase_gateway.store import Store, now_ms
@@ -110,3 +111,21 @@ def test_deleting_a_table_returns_space_to_the_file_system(store: Store) -> None
 def test_store_uses_write_ahead_logging(store: Store) -> None:
     with sqlite3.connect(store.path) as conn:
         assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def write_cells(store: Store, cells: int) -> None:
+    store.mutate_rows(b"t", [(b"r%06d" % i, [(False, b"cf:a", b"v")]) for i in range(cells)], 1)
+
+
+def test_a_table_being_written_is_compacted_once_its_writes_pause(store: Store) -> None:
+    write_cells(store, 1_500)
+    assert BackgroundCompactor(store, after_cells=1_000, quiet_s=60).compact_due_tables() == []
+    assert BackgroundCompactor(store, after_cells=1_000, quiet_s=0).compact_due_tables() == [b"t"]
+
+
+def test_a_table_written_without_pause_is_still_compacted(store: Store) -> None:
+    compactor = BackgroundCompactor(store, after_cells=1_000, quiet_s=60)
+    write_cells(store, 3_999)
+    assert compactor.compact_due_tables() == []
+    write_cells(store, 1)
+    assert compactor.compact_due_tables() == [b"t"]
