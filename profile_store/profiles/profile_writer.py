@@ -115,7 +115,8 @@ def write_profiles(
 ) -> tuple[int, int]:
     """Replace every row of ``rows`` (``compacted_rows``); returns (rows, stale cells removed)."""
     settings = asdict(address)
-    results = rows.rdd.mapPartitions(
+    # In key order, each chunk's new cells land in neighbouring pages of the store, not all over.
+    results = rows.sortWithinPartitions("profile").rdd.mapPartitions(
         lambda part: _write_profiles(part, settings, table_name, chunk, half_life_ms, as_of_ms)
     ).collect()
     return sum(r[0] for r in results), sum(r[1] for r in results)
