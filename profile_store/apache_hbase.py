@@ -4,7 +4,7 @@ The embedded gateway promises to answer like Apache HBase; this module runs the 
 that the promise can be checked (the differential suite, the pipeline on both, the benchmark)
 and so that a user can try the pipeline against it. Nothing is committed or downloaded by hand:
 the jars of ``hbase-server`` and ``hbase-thrift`` are resolved from Maven Central by Maven into a
-cache outside the repository (``$PROFILES_CACHE_DIR``, else ``~/.cache/adtech-profiles``), once.
+cache outside the repository (``profile_store.maven_jars``), once.
 
 Standalone mode is HBase's own single-JVM layout (``hbase.cluster.distributed=false``): master,
 region server and an in-process ZooKeeper in one JVM over the local filesystem. The Thrift-1
@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -35,6 +34,8 @@ from pathlib import Path
 from typing import IO
 
 import happybase
+
+from profile_store.maven_jars import JarResolutionError, resolve_jars
 
 HBASE_VERSION = "2.6.1"
 ARTIFACTS = ("hbase-server", "hbase-thrift")
@@ -63,21 +64,6 @@ JAVA17_OPTIONS = (
     "java.security.jgss/sun.security.krb5=ALL-UNNAMED",
 )
 
-_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0">
-  <modelVersion>4.0.0</modelVersion>
-  <groupId>adtech-profiles</groupId>
-  <artifactId>apache-hbase-standalone</artifactId>
-  <version>1</version>
-  <packaging>pom</packaging>
-  <dependencies>
-{dependencies}
-  </dependencies>
-</project>
-"""
-_DEPENDENCY = (
-    "    <dependency><groupId>org.apache.hbase</groupId><artifactId>{artifact}</artifactId>"
-    "<version>{version}</version></dependency>"
-)
 _LOG4J = """log4j.rootLogger=INFO,FILE
 log4j.appender.FILE=org.apache.log4j.FileAppender
 log4j.appender.FILE.File=${hbase.log.file}
@@ -90,53 +76,14 @@ class HBaseStartError(RuntimeError):
     """The real HBase could not be resolved or did not come up; the message holds its log."""
 
 
-def cache_root() -> Path:
-    """Where resolved jars live: ``$PROFILES_CACHE_DIR``, else ``~/.cache/adtech-profiles``."""
-    configured = os.environ.get("PROFILES_CACHE_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "adtech-profiles"
-
-
-def resolve_jars(version: str = HBASE_VERSION, cache: Path | None = None) -> Path:
-    """The directory of HBase's runtime jars, resolved by Maven on first use.
-
-    A ``.complete`` marker is written last, so an interrupted resolution is redone, never used.
-    """
-    home = (cache or cache_root()) / f"apache-hbase-{version}"
-    lib = home / "lib"
-    if (home / ".complete").exists():
-        return lib
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise HBaseStartError(
-            "Maven (mvn) is needed once to resolve Apache HBase's jars from Maven Central "
-            "(Debian: apt-get install -y maven)"
+def hbase_jars(version: str = HBASE_VERSION) -> list[Path]:
+    """HBase's runtime jars, resolved by Maven on first use (``maven_jars``)."""
+    try:
+        return resolve_jars(
+            f"apache-hbase-{version}", [f"org.apache.hbase:{a}:{version}" for a in ARTIFACTS]
         )
-    home.mkdir(parents=True, exist_ok=True)
-    dependencies = "\n".join(_DEPENDENCY.format(artifact=a, version=version) for a in ARTIFACTS)
-    (home / "pom.xml").write_text(_POM.format(dependencies=dependencies))
-    shutil.rmtree(lib, ignore_errors=True)
-    print(f"resolving Apache HBase {version} from Maven Central into {home} ...", flush=True)
-    result = subprocess.run(
-        [
-            mvn,
-            "-q",
-            "-B",
-            "-f",
-            str(home / "pom.xml"),
-            "dependency:copy-dependencies",
-            f"-DoutputDirectory={lib}",
-            "-DincludeScope=runtime",
-        ],
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode != 0 or not any(lib.glob("hbase-thrift-*.jar")):
-        raise HBaseStartError(
-            f"Maven could not resolve Apache HBase {version} (exit {result.returncode}):\n"
-            + (result.stdout + result.stderr)[-4000:]
-        )
-    (home / ".complete").write_text(version + "\n")
-    return lib
+    except JarResolutionError as error:
+        raise HBaseStartError(str(error)) from error
 
 
 def free_port() -> int:
@@ -179,7 +126,7 @@ class ApacheHBase:
 
     def start(self) -> ApacheHBase:
         """Resolve the jars (once), start the master and the Thrift server, wait until answered."""
-        lib = resolve_jars(self.version)
+        jars = [str(jar) for jar in hbase_jars(self.version)]
         conf = self.data_dir / "conf"
         conf.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "logs").mkdir(exist_ok=True)
@@ -202,7 +149,6 @@ class ApacheHBase:
             )
         )
         (conf / "log4j.properties").write_text(_LOG4J)
-        jars = sorted(str(jar) for jar in lib.glob("*.jar"))
         self._classpath = os.pathsep.join([str(conf), *jars])
         try:
             self._java(
