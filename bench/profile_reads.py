@@ -116,7 +116,7 @@ def load(table: happybase.Table, persons: list[list[str]], rows: list[ProfileRow
                 batch.put(edge_key(person[0], other), edge_cells(0.9, ["member_id"], NOW - DAY))
                 cells += 4
             if i % 5 == 0:
-                batch.put(lookup_key("hashed_email", email_of(person)), lookup_cells(person[0]))
+                batch.put(lookup_key("email_sha256", email_of(person)), lookup_cells(person[0]))
                 cells += 2
     return cells
 
@@ -154,7 +154,7 @@ def workloads(
             "`segments(email, key_type)`",
             2,
             "",
-            [partial(reader.segments, e, key_type="hashed_email") for e in emails],
+            [partial(reader.segments, e, key_type="email_sha256") for e in emails],
         ),
         (
             f"`segments_many({BATCH} ids)`",
