@@ -116,9 +116,13 @@ def write_profiles(
     """Replace every row of ``rows`` (``compacted_rows``); returns (rows, stale cells removed)."""
     settings = asdict(address)
     # In key order, each chunk's new cells land in neighbouring pages of the store, not all over.
-    results = rows.sortWithinPartitions("profile").rdd.mapPartitions(
-        lambda part: _write_profiles(part, settings, table_name, chunk, half_life_ms, as_of_ms)
-    ).collect()
+    results = (
+        rows.sortWithinPartitions("profile")
+        .rdd.mapPartitions(
+            lambda part: _write_profiles(part, settings, table_name, chunk, half_life_ms, as_of_ms)
+        )
+        .collect()
+    )
     return sum(r[0] for r in results), sum(r[1] for r in results)
 
 
