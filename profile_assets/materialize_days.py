@@ -1,0 +1,57 @@
+"""Every asset and check of the code location for the given days, in order, in this process.
+
+One Spark session for all the days, configured from the environment (``SPARK_MASTER``,
+``PROFILES_LAKE_ROOT``, ...) exactly as a Dagster run of ``daily_pipeline`` configures it, and a
+throw-away Dagster instance (the runs do not appear in the UI). The real-Spark tests and
+``bench/scaling.py`` run it as a subprocess, so that each run has a Spark session of its own;
+``--timings`` writes each step's seconds per day as JSON::
+
+    python -m profile_assets.materialize_days [--timings FILE] 2026-11-01 2026-11-02
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from dagster import DagsterInstance, materialize
+
+from profile_assets.definitions import defs
+from resources import resources_from_env
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("days", nargs="+")
+    parser.add_argument("--timings", type=Path, help="write each step's seconds here (JSON)")
+    args = parser.parse_args(argv)
+    resources = resources_from_env()
+    instance = DagsterInstance.ephemeral()
+    timings: dict[str, dict[str, float]] = {}
+    try:
+        for day in args.days:
+            result = materialize(
+                [*defs.assets, *defs.asset_checks],
+                partition_key=day,
+                resources=resources,
+                instance=instance,
+                raise_on_error=False,
+            )
+            if not result.success:
+                print(f"daily pipeline failed for {day}", file=sys.stderr)
+                return 1
+            timings[day] = {
+                stats.step_key: stats.end_time - stats.start_time
+                for stats in instance.get_run_step_stats(result.run_id)
+            }
+    finally:
+        resources["hbase"].close()
+    if args.timings is not None:
+        args.timings.write_text(json.dumps(timings, indent=1, sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
