@@ -13,6 +13,8 @@ from pathlib import Path
 
 from dagster_pyspark import LazyPySparkResource
 
+from resources.spark_s3a import s3a_config
+
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
 
 
@@ -36,7 +38,10 @@ def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) ->
 
 
 def spark_config_from_env(env: dict[str, str] | None = None) -> dict[str, str]:
-    """``SPARK_MASTER`` picks the cluster; ``SPARK_CONF_JSON`` adds or overrides any setting."""
+    """``SPARK_MASTER`` picks the cluster; ``SPARK_CONF_JSON`` adds or overrides any setting.
+
+    A lake on S3 adds the S3A connector's settings (``resources.spark_s3a``).
+    """
     env = dict(os.environ if env is None else env)
     config = local_spark_config(
         master=env.get("SPARK_MASTER", "local[*]"),
@@ -47,6 +52,7 @@ def spark_config_from_env(env: dict[str, str] | None = None) -> dict[str, str]:
         config["spark.pyspark.python"] = sys.executable
     else:
         config["spark.ui.enabled"] = "true"
+    config.update(s3a_config(env))
     extra = env.get("SPARK_CONF_JSON")
     if extra:
         try:
