@@ -2,12 +2,13 @@
 
 What the pipelines ask the lake outside Spark (is there the previous day's assignment or profile
 state, a later snapshot, which segment feed days exist, ...) decides between incremental and full
-work, so S3 must answer it as a disk does. Spark's S3A connector (hadoop-aws) cannot be installed
-on this machine, so Spark keeps reading and writing a local directory; before every such question
-that directory is mirrored into the bucket the way S3A and EMRFS leave Spark output (the objects
-plus their directory markers, ``dir/`` and ``dir_$folder$``), the real ``S3LakeStorage`` answers
-from the bucket and the pipeline goes on with that answer. The disk's answer to the same question
-is recorded beside it; any difference fails.
+work, so S3 must answer it as a disk does, whichever connector wrote the objects. Spark keeps
+reading and writing a local directory here; before every such question that directory is
+mirrored into the bucket the way S3A and EMRFS leave Spark output (the objects plus their
+directory markers, ``dir/`` and ``dir_$folder$``: EMRFS's cannot be produced on this machine), the
+real ``S3LakeStorage`` answers from the bucket and the pipeline goes on with that answer. The
+disk's answer to the same question is recorded beside it; any difference fails. Spark's own S3A
+reads and writes are tested end to end in ``tests/real_spark/test_s3a_lake.py``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,124 @@
+"""Running the two test days through the whole pipeline in a subprocess, and comparing runs.
+
+Each run is a subprocess (``python -m profile_assets.materialize_days``) with a Spark session of
+its own, configured from the environment as a Dagster run configures it. Runs are compared by
+their outputs: every Parquet data set of the lake (rows sorted, the run's own lake location
+masked) and every HBase table's cells (timestamps aside).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import happybase
+import pyarrow.parquet as pq
+
+from profile_store.hbase_gateway.process import EmbeddedGateway
+from profile_store.lake_layout import GROUND_TRUTH, LANDING
+
+DAYS = ("2026-11-01", "2026-11-02")
+EVENTS_PER_DAY = 3_000
+LAKE = "<lake>"
+
+
+@dataclass
+class PipelineRun:
+    """Where one run left its lake (a local copy for S3) and its HBase store, and its timings."""
+
+    lake: Path
+    lake_uri: str
+    hbase_dir: Path
+    timings: dict[str, dict[str, float]]
+
+
+def run_pipeline(
+    tmp: Path, landing: Path, environment: dict[str, str], lake_uri: str | None = None
+) -> PipelineRun:
+    """Run ``DAYS`` through every asset and check; the lake is a copy of ``landing``'s lake
+    unless ``lake_uri`` names one the caller prepared (S3)."""
+    lake = tmp / "lake"
+    if lake_uri is None:
+        shutil.copytree(landing / LANDING, lake / LANDING)
+        shutil.copytree(landing / GROUND_TRUTH, lake / GROUND_TRUTH)
+        lake_uri = str(lake)
+    hbase_dir = tmp / "hbase"
+    timings = tmp / "timings.json"
+    env = {
+        **os.environ,
+        "PROFILES_LAKE_ROOT": lake_uri,
+        "PROFILES_HBASE_DATA_DIR": str(hbase_dir),
+        "PROFILES_START_DATE": DAYS[0],
+        "SPARK_SHUFFLE_PARTITIONS": "2",
+        "PYSPARK_PYTHON": sys.executable,
+        **environment,
+    }
+    completed = subprocess.run(
+        [sys.executable, "-m", "profile_assets.materialize_days", "--timings", str(timings), *DAYS],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert completed.returncode == 0, (completed.stdout + completed.stderr)[-6000:]
+    return PipelineRun(lake, lake_uri, hbase_dir, json.loads(timings.read_text()))
+
+
+# -- comparing two runs ------------------------------------------------------------------------
+
+
+def _normal(value: object, lake_uri: str) -> object:
+    """A value with the run's own lake location replaced (quarantine rows name their files)."""
+    if isinstance(value, str):
+        return value.replace(lake_uri, LAKE)
+    if isinstance(value, float) and math.isnan(value):
+        return "NaN"
+    if isinstance(value, dict):
+        return {k: _normal(v, lake_uri) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_normal(v, lake_uri) for v in value]
+    return value
+
+
+def lake_datasets(run: PipelineRun) -> dict[str, list[str]]:
+    """Every Parquet data set the run wrote (landing aside): its rows, normalized and sorted."""
+    datasets: dict[str, list[str]] = {}
+    uris = {run.lake_uri, Path(run.lake).resolve().as_uri(), str(Path(run.lake).resolve())}
+    for directory in sorted({p.parent for p in run.lake.rglob("*.parquet")}):
+        relative = directory.relative_to(run.lake).as_posix()
+        if relative.startswith(LANDING):
+            continue
+        rows = pq.read_table(sorted(directory.glob("*.parquet"))).to_pylist()
+        for uri in sorted(uris, key=len, reverse=True):
+            rows = [_normal(row, uri) for row in rows]
+        datasets[relative] = sorted(json.dumps(row, sort_keys=True, default=str) for row in rows)
+    return datasets
+
+
+def hbase_tables(hbase_dir: Path) -> dict[str, dict[bytes, dict[bytes, bytes]]]:
+    """Every table of the run's embedded store, cell values by row and column (no timestamps)."""
+    with EmbeddedGateway(hbase_dir) as gateway:
+        connection = happybase.Connection(**gateway.connection_kwargs())
+        try:
+            return {
+                name.decode(): dict(connection.table(name).scan(batch_size=2000))
+                for name in connection.tables()
+            }
+        finally:
+            connection.close()
+
+
+def differences(expected: dict, actual: dict, limit: int = 5) -> list[str]:
+    """Human-readable differences between two ``{name: contents}`` maps."""
+    found = [f"only in the reference: {n}" for n in sorted(set(expected) - set(actual))]
+    found += [f"only in this run: {n}" for n in sorted(set(actual) - set(expected))]
+    for name in sorted(set(expected) & set(actual)):
+        if expected[name] != actual[name]:
+            found.append(f"{name}: contents differ")
+    return found[:limit]
