@@ -24,9 +24,9 @@ from profile_store.audiences.attribute_stats import (
     daily_attribute_stats,
     trim_decisions,
 )
-from profile_store.audiences.rowkey import day_component
+from profile_store.audiences.rowkey import built_day_rowkey, day_component
 from profile_store.audiences.sketch_rows import day_sketch_rows
-from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table
+from profile_store.audiences.sketch_table import BUILT, SKETCH_TABLE, ensure_table
 from profile_store.audiences.sketch_writer import remove_stale_rows, write_sketch_rows
 from profile_store.lake_layout import (
     ATTRIBUTE_STATS,
@@ -192,6 +192,11 @@ def audience_sketches(
         )
     current_pairs = sorted({(r.app_id, r.event_type) for r in keys})
     storage.write_bytes(manifest_path, json.dumps(current_pairs).encode())
+    # Last: from now on a pair without rows on this day is answered as zero users, not refused.
+    with hbase.connection() as connection:
+        connection.table(SKETCH_TABLE).put(
+            built_day_rowkey(day), {BUILT: str(len(current_pairs)).encode()}
+        )
 
     kinds = Counter(r.row_kind for r in keys)
     return MaterializeResult(

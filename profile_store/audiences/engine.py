@@ -10,6 +10,10 @@ Each leaf is ONE HBase round trip:
   event, day), filtered server-side on the attribute columns, with the day's aggregate rows
   riding along to prove that every day in range was built and kept the filtered attributes.
 
+A day in range without the pair's aggregate row costs one more multi-get, of the days'
+built-day markers: on a built day the pair had no users (real traffic is sparse: an app with no
+installs on a Monday), so the day adds nothing; only days not built are refused.
+
 The sketches are unioned in C++; the tree is evaluated in C++; bounds are DataSketches' (2
 standard deviations, about 95%). Unions keep up to 2^16 entries, more than a day's sketch
 (lg_k 12): every hash the days' sketches hold below their common theta is a sample, so a
@@ -33,6 +37,7 @@ from profile_store.audiences.query import Leaf, Node, QueryError, QueryLimits, l
 from profile_store.audiences.rowkey import (
     AGGREGATE_HASH,
     aggregate_rowkey,
+    built_day_rowkey,
     kept_marker_rowkey,
     leaf_scan_range,
     marginal_rowkey,
@@ -41,6 +46,7 @@ from profile_store.audiences.rowkey import (
 from profile_store.audiences.sketch_algebra import evaluate, union_theta, users_with_min_count
 from profile_store.audiences.sketch_table import (
     AGGREGATE_MARK,
+    BUILT,
     COUNTS,
     KEPT,
     KEPT_MARKER,
@@ -191,7 +197,7 @@ class AudienceEngine:
                 kept_by_day[parse_rowkey(key)[2]] = set(json.loads(cells.get(KEPT, b"[]")))
             elif sketch_column in cells:
                 blobs.append(cells[sketch_column])
-        self._check_answerable(leaf, kept_by_day)
+        self._check_answerable(leaf, kept_by_day, self._built_days(table, leaf, kept_by_day))
         return self._union(leaf, blobs, rows)
 
     def _read_aggregates(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead:
@@ -204,7 +210,7 @@ class AudienceEngine:
         found = table.rows(list(keys), columns=[sketch_column, KEPT])
         kept_by_day = {keys[key]: set(json.loads(cells.get(KEPT, b"[]"))) for key, cells in found}
         blobs = [cells[sketch_column] for _, cells in found if sketch_column in cells]
-        self._check_answerable(leaf, kept_by_day)
+        self._check_answerable(leaf, kept_by_day, self._built_days(table, leaf, kept_by_day))
         return self._union(leaf, blobs, len(found))
 
     def _read_marginals(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead | None:
@@ -230,21 +236,33 @@ class AudienceEngine:
         return LeafRead(sketch=sketch, rows=rows)
 
     @staticmethod
-    def _check_answerable(leaf: Leaf, kept_by_day: dict[date, set[str]]) -> None:
+    def _built_days(table, leaf: Leaf, kept_by_day: dict[date, set[str]]) -> set[date]:
+        """Of the leaf's days without the pair's aggregate row, those built (one multi-get)."""
         missing = [d for d in leaf.days() if d not in kept_by_day]
+        if not missing:
+            return set()
+        keys = {built_day_rowkey(d): d for d in missing}
+        return {keys[key] for key, _ in table.rows(list(keys), columns=[BUILT])}
+
+    @staticmethod
+    def _check_answerable(
+        leaf: Leaf, kept_by_day: dict[date, set[str]], built_without_pair: set[date]
+    ) -> None:
+        """Every day must be built; on days with the pair, every filtered attribute kept."""
+        missing = [d for d in leaf.days() if d not in kept_by_day and d not in built_without_pair]
         if missing:
             raise QueryError(
                 leaf.path,
-                f"no sketches for {leaf.app_id}/{leaf.event_type} on {_days(missing)} "
-                "(day not built yet, or the event was not seen in the trimming window)",
+                f"no sketches for {leaf.app_id}/{leaf.event_type} on {_days(missing)}: "
+                "the day is not built yet (materialize audience_sketches for it)",
             )
         for name in sorted(leaf.attributes):
-            trimmed = [d for d in leaf.days() if name not in kept_by_day[d]]
+            trimmed = [d for d in kept_by_day if name not in kept_by_day[d]]
             if trimmed:
                 raise QueryError(
                     f"{leaf.path}.attributes.{name}",
                     f"attribute {name!r} of {leaf.app_id}/{leaf.event_type} was trimmed or "
-                    f"never seen on {_days(trimmed)}: it cannot be filtered on",
+                    f"never seen on {_days(sorted(trimmed))}: it cannot be filtered on",
                 )
 
 

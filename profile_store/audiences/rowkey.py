@@ -4,13 +4,16 @@
 app|event_type|yyyymmdd|attr_hash16          one kept-attribute combination (or the aggregate)
 app|event_type|yyyymmdd|~|attribute          marker: the attribute was kept that day
 app|event_type|yyyymmdd|~|attribute|value    marginal: every user with attribute = value
+|built|yyyymmdd                              marker: every row of the day is written
 ```
 
 Event before date, so that one leaf's whole date range is ONE contiguous scan; every row of a
 day shares the day's prefix, so re-materializing a day finds all of its earlier rows. ``~``
 sorts after the hex hashes: the marginal rows of a day follow its combinations. Names and
 values are percent-encoded (``%`` and ``|`` only), which keeps keys readable in the HBase shell
-while making ``|`` a true separator: no name can run into the next component.
+while making ``|`` a true separator: no name can run into the next component. An app id is never
+empty, so no sketch row starts with ``|``: the built-day markers have that corner of the key
+space to themselves, outside every leaf's range.
 """
 
 from __future__ import annotations
@@ -68,6 +71,11 @@ def marginal_rowkey(app_id: str, event_type: str, day: date, attribute: str, val
         kept_marker_rowkey(app_id, event_type, day, attribute)
         + (SEPARATOR + encode_value(value)).encode()
     )
+
+
+def built_day_rowkey(day: date) -> bytes:
+    """The row proving that ``day``'s sketches are complete: a pair without rows had no users."""
+    return (SEPARATOR + "built" + SEPARATOR + day_component(day)).encode()
 
 
 def day_prefix(app_id: str, event_type: str, day: date) -> bytes:

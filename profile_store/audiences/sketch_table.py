@@ -10,6 +10,7 @@ m:users    estimated unique users (ASCII, for humans in the HBase shell)
 m:agg      "1" on the aggregate row of (app, event, day)
 m:kept     on the aggregate row: JSON list of the attributes kept that day
 m:attr     on the kept marker row of (app, event, day, attribute): the attribute's name
+m:built    on the built-day row of a day: the number of (app, event type) pairs written
 ```
 
 Marginal rows (one per kept attribute and value) carry the ``s:`` and the count columns but no
@@ -32,6 +33,7 @@ USERS = b"m:users"
 AGGREGATE_MARK = b"m:agg"
 KEPT = b"m:kept"
 KEPT_MARKER = b"m:attr"
+BUILT = b"m:built"
 
 ROW_KINDS = ("combination", "aggregate", "marginal", "kept_marker")
 

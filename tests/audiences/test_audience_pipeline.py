@@ -194,3 +194,33 @@ def test_the_sketch_asset_reports_its_rows_by_kind(built, lake_root, hbase):
         metadata[kind]
         for kind in ("combination_rows", "aggregate_rows", "marginal_rows", "kept_marker_rows")
     )
+
+
+def test_a_pair_absent_on_built_days_counts_zero_users_there(
+    spark, built, lake_root, hbase, engine
+):
+    # Day 3 brings an event type the earlier days (built, inside the trimming window) never saw.
+    refunds = [
+        json.dumps(
+            {
+                "event_id": f"refund-{i}",
+                "app_id": "com.shop|eu",
+                "user_id": f"dev-{i}",
+                "id_type": "gaid",
+                "event_time": "2026-11-03T10:00:00.000Z",
+                "event_type": "refund",
+                "event_attributes": {},
+                "alt_ids": {},
+            }
+        )
+        for i in range(40)
+    ]
+    write_day(lake_root, "2026-11-03", landing_rows("2026-11-03", 3, users=500) + refunds)
+    materialize_days(lake_root, hbase, days=("2026-11-03",))
+    answer = engine.estimate(leaf("refund", date_to="2026-11-03"))
+    assert answer.exact and answer.estimate == 40
+    with pytest.raises(
+        QueryError,
+        match=r"no sketches for com\.shop\|eu/refund on 2026-11-04: the day is not built",
+    ):
+        engine.estimate(leaf("refund", date_to="2026-11-04"))

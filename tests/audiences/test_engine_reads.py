@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import contextlib
+from datetime import date
 
 import happybase
 import pytest
 
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.query import QueryError
-from profile_store.audiences.sketch_table import ensure_table, write_rows
+from profile_store.audiences.rowkey import built_day_rowkey
+from profile_store.audiences.sketch_table import BUILT, ensure_table, write_rows
 
 
 class CountingTable:
@@ -100,6 +102,40 @@ def test_tables_written_before_marginal_rows_answer_from_the_combination_scan(
     answer = engine.estimate(purchases(attributes={"color": "red"}))
     assert answer.estimate == 20 and answer.exact
     assert counted.calls == ["rows", "scan"]
+
+
+def with_days_built(connection, sketch_rows, name: str, *days: date) -> None:
+    """A copy of the data set in table ``name``, with built-day markers for ``days``."""
+    ensure_table(connection, name)
+    table = connection.table(name)
+    write_rows(table, sketch_rows)
+    for day in days:
+        table.put(built_day_rowkey(day), {BUILT: b"2"})
+
+
+def test_a_pair_without_rows_on_a_built_day_counts_zero_there(connection, sketch_rows):
+    with_days_built(connection, sketch_rows, "sketches_day_2_built", date(2026, 11, 2))
+    engine, counted = counting_engine(connection, "sketches_day_2_built")
+    rivals = purchases(app_id="com.rival", event_type="install")
+    assert engine.estimate(rivals).estimate == 10  # r0..r9 on day 1, nobody on day 2
+    assert counted.calls == ["rows", "rows"]  # the aggregate rows, then the built markers
+
+
+def test_an_attribute_filter_over_a_built_day_without_the_pair_needs_no_kept_attribute(
+    connection, sketch_rows
+):
+    with_days_built(connection, sketch_rows, "sketches_day_3_built", date(2026, 11, 3))
+    engine, _ = counting_engine(connection, "sketches_day_3_built")
+    answer = engine.estimate(purchases(attributes={"color": "red"}, date_to="2026-11-03"))
+    assert answer.estimate == 20 and answer.exact
+
+
+def test_a_day_neither_built_nor_holding_the_pair_is_refused(connection):
+    engine, counted = counting_engine(connection)
+    rivals = purchases(app_id="com.rival", event_type="install")
+    with pytest.raises(QueryError, match="com.rival/install on 2026-11-02: the day is not built"):
+        engine.estimate(rivals)
+    assert counted.calls == ["rows", "rows"]
 
 
 @pytest.mark.parametrize("union_lg_k", [3, 27])
