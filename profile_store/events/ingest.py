@@ -29,10 +29,6 @@ from profile_store.lake_storage import LakeFile, LakeStorage
 from profile_store.landing_watch import is_landing_data, landing_digest
 
 
-class NoLandingData(RuntimeError):
-    """The day has no landing files: nothing to ingest (and nothing is overwritten)."""
-
-
 @dataclass
 class IngestSummary:
     day: date
@@ -100,14 +96,14 @@ def ingest_day(
     """Validate ``day``'s landing files and replace that day's clean and quarantine partitions.
 
     The partitions are overwritten as a whole, so re-running a day leaves exactly one copy of
-    its events and no rows from an earlier run. Landing files are never modified.
+    its events and no rows from an earlier run. Landing files are never modified. A day without
+    landing files (none at all, or only its ``_SUCCESS`` marker) is a day without events: its
+    partitions are written empty, so that every later asset builds it and queries spanning it
+    answer (real traffic has such days). Files landing later change the day's digest, and the
+    landing sensor runs it again.
     """
     rules = rules or ValidationRules()
     files = landing_files(storage, day)
-    if not files:
-        raise NoLandingData(
-            f"no landing files for {day.isoformat()} under {storage.spark_uri(landing_day(day))}"
-        )
     uris = [storage.spark_uri(f.path) for f in files]
     unreadable = unreadable_files(spark, files, uris)
     left_out = {problem.path for problem in unreadable}

@@ -8,7 +8,8 @@ from datetime import date
 
 import pytest
 
-from profile_store.events.ingest import NoLandingData, ingest_day
+from profile_store.events.ingest import ingest_day
+from profile_store.events.schema import EVENT_COLUMNS
 from profile_store.events.validation import ValidationRules
 from profile_store.lake_layout import landing_day
 from profile_store.lake_storage import LocalLakeStorage
@@ -124,9 +125,19 @@ def test_time_with_offset_and_without_millis_is_accepted(spark, storage, tmp_pat
     assert str(summary.min_event_time) == "2026-11-01 10:00:00"
 
 
-def test_a_day_without_landing_files_is_an_error_that_names_it(spark, storage):
-    with pytest.raises(NoLandingData, match="2026-11-01"):
-        ingest_day(spark, storage, DAY)
+def test_a_day_without_landing_files_is_an_empty_day(spark, storage):
+    summary = ingest_day(spark, storage, DAY)
+    assert (summary.landing_files, summary.received_rows, summary.clean_rows) == (0, 0, 0)
+    assert spark.read.parquet(summary.events_uri).count() == 0
+    assert spark.read.parquet(summary.quarantine_uri).count() == 0
+
+
+def test_a_day_with_only_its_success_marker_is_an_empty_day(spark, storage, tmp_path):
+    (tmp_path / landing_day(DAY)).mkdir(parents=True)
+    (tmp_path / landing_day(DAY) / "_SUCCESS").write_text("")
+    summary = ingest_day(spark, storage, DAY)
+    assert (summary.landing_files, summary.clean_rows) == (0, 0)
+    assert tuple(spark.read.parquet(summary.events_uri).columns) == EVENT_COLUMNS
 
 
 def test_markers_are_not_read_as_data(spark, storage, tmp_path):

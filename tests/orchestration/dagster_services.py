@@ -232,12 +232,14 @@ class DagsterServices:
     def _repository_selector(self) -> dict:
         return {"repositoryLocationName": self.location, "repositoryName": self.repository}
 
-    def launch_job_run(self, job: str, partition: str) -> str:
+    def launch_job_run(self, job: str, partition: str, run_config: dict | None = None) -> str:
         """A partitioned run of a job, as the job page's launchpad sends it."""
         params = {
             "selector": {**self._repository_selector(), "jobName": job},
             "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition}]},
         }
+        if run_config is not None:
+            params["runConfigData"] = run_config
         return self._launched(self.graphql(LAUNCH_RUN, {"params": params})["launchRun"])
 
     def launch_asset_run(self, assets: Iterable[str], partition: str) -> str:

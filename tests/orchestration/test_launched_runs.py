@@ -12,8 +12,8 @@ day lands during the module. The tests run in file order, each on what the previ
    day 4, not the days the runs above already ingested from the same files;
 4. ``raw_events`` of day 4 re-materialized alone (the asset page): the automation sensor's run
    recomputes that day's downstream assets;
-5. a run that fails (a day with no landing files) shows its cause and the step's captured
-   stderr on its run page.
+5. a run that fails (launched with a config value ingest refuses) shows its cause and the
+   step's captured stderr on its run page.
 
 Each run is executed by its own run worker process, which imports the code location as Dagster
 does: a run that dies on start (as every launched run once did, in an import that called
@@ -36,7 +36,6 @@ from profile_assets.definitions import defs
 from profile_store.generator.lake import generate_lake
 
 DAYS = ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"]
-NOT_LANDED = "2026-11-05"
 EVENTS_PER_DAY = 5_000
 
 GRAPH = defs.get_repository_def().asset_graph
@@ -159,11 +158,12 @@ def test_no_run_launched_above_failed(dagster):
 
 
 def test_a_failed_run_shows_its_cause_and_its_stderr_on_the_run_page(dagster):
-    run_id = dagster.launch_job_run("daily_pipeline", NOT_LANDED)
+    bad_config = {"ops": {"raw_events": {"config": {"max_attributes": 0}}}}
+    run_id = dagster.launch_job_run("daily_pipeline", DAYS[0], run_config=bad_config)
     dagster.wait_for_runs(RunsFilter(run_ids=[run_id]), 1, must_succeed=False)
     with dagster.instance() as instance:
         assert instance.get_run_by_id(run_id).status == DagsterRunStatus.FAILURE
     messages, stderr = dagster.run_page(run_id)
-    cause = f"no landing files for {NOT_LANDED}"
+    cause = "max_attributes: must be >= 1, got 0"
     assert any(cause in message for message in messages), messages
     assert cause in stderr
