@@ -27,28 +27,6 @@ def _print(line: str = "") -> None:
     print(line, flush=True)
 
 
-def _run_partition(job, day: str, instance) -> dict:
-    """One day of ``job`` in this process, printing a line per finished asset and check."""
-    from dagster import colored_console_logger
-
-    from profile_assets.demo_progress import step_progress_logger
-
-    job = job.with_logger_defs(
-        {"console": colored_console_logger, "progress": step_progress_logger()}
-    )
-    loggers = {"console": {"config": {"log_level": "WARNING"}}, "progress": {}}
-    result = job.execute_in_process(
-        run_config={"loggers": loggers}, partition_key=day, instance=instance, raise_on_error=False
-    )
-    materialized = {}
-    for event in result.get_asset_materialization_events():
-        materialization = event.step_materialization_data.materialization
-        metadata = {k: v.value for k, v in materialization.metadata.items()}
-        materialized[materialization.asset_key.to_user_string()] = metadata
-    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
-    return {"success": result.success, "assets": materialized, "checks": checks}
-
-
 def example_audiences(date_from: date, date_to: date) -> dict[str, dict]:
     """A few questions a marketer asks (seed 001), over the sample days."""
 
@@ -203,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
     from dagster import DagsterInstance
 
     from profile_assets.definitions import defs
+    from profile_assets.demo_progress import run_partition
     from profile_store.generator import generate_lake
 
     _print(f"lake: {lake_root}   Dagster home: {os.environ.get('DAGSTER_HOME', '(temporary)')}")
@@ -240,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     for number, day in enumerate(days, start=1):
         t0 = time.monotonic()
         _print(f"    day {number}/{len(days)}  {day}")
-        outcome = _run_partition(job, day.isoformat(), instance)
+        outcome = run_partition(job, day.isoformat(), instance)
         raw = outcome["assets"].get("raw_events", {})
         failed_checks = [name for name, passed in outcome["checks"].items() if not passed]
         failures += (not outcome["success"]) + len(failed_checks)

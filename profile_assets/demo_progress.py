@@ -1,7 +1,8 @@
 """A Dagster logger that prints one line per finished asset and per finished check.
 
-The demo runs each day as one in-process run; without this the user would watch a silent
-terminal for the whole day. The line appears when the step finishes, with its seconds:
+The demo and ``profiles run`` run each day as one in-process run (``run_partition``); without
+this the user would watch a silent terminal for the whole day. The line appears when the step
+finishes, with its seconds:
 
       raw_events                        4.1 s
       check raw_events_ids              passed   0.6 s
@@ -13,7 +14,13 @@ import logging
 import sys
 from typing import TextIO
 
-from dagster import DagsterEventType, InitLoggerContext, LoggerDefinition, logger
+from dagster import (
+    DagsterEventType,
+    InitLoggerContext,
+    LoggerDefinition,
+    colored_console_logger,
+    logger,
+)
 
 
 class StepProgressHandler(logging.Handler):
@@ -61,3 +68,26 @@ def step_progress_logger(out: TextIO = sys.stdout) -> LoggerDefinition:
         return printer
 
     return progress
+
+
+def run_partition(job, day: str, instance) -> dict:
+    """One day of ``job`` in this process, printing a line per finished asset and check."""
+    job = job.with_logger_defs(
+        {"console": colored_console_logger, "progress": step_progress_logger()}
+    )
+    loggers = {"console": {"config": {"log_level": "WARNING"}}, "progress": {}}
+    result = job.execute_in_process(
+        run_config={"loggers": loggers}, partition_key=day, instance=instance, raise_on_error=False
+    )
+    materialized = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.step_materialization_data.materialization
+        metadata = {k: v.value for k, v in materialization.metadata.items()}
+        materialized[materialization.asset_key.to_user_string()] = metadata
+    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    return {
+        "success": result.success,
+        "run_id": result.run_id,
+        "assets": materialized,
+        "checks": checks,
+    }

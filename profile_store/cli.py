@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "profile_store.audiences.cli",
     "profile_store.profiles.cli",
     "profile_store.service",
+    "profile_assets.run_days",
 )
 
 
