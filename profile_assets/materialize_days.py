@@ -4,7 +4,8 @@ One Spark session for all the days, configured from the environment (``SPARK_MAS
 ``PROFILES_LAKE_ROOT``, ...) exactly as a Dagster run of ``daily_pipeline`` configures it, and a
 throw-away Dagster instance (the runs do not appear in the UI). The real-Spark tests and
 ``bench/scaling.py`` run it as a subprocess, so that each run has a Spark session of its own;
-``--timings`` writes each step's seconds per day as JSON::
+a failed run or a check that did not pass stops it with exit 1; ``--timings`` writes each
+step's seconds per day as JSON::
 
     python -m profile_assets.materialize_days [--timings FILE] 2026-11-01 2026-11-02
 """
@@ -41,6 +42,10 @@ def main(argv: list[str] | None = None) -> int:
             )
             if not result.success:
                 print(f"daily pipeline failed for {day}", file=sys.stderr)
+                return 1
+            failed = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
+            if failed:
+                print(f"{day}: checks did not pass: {', '.join(failed)}", file=sys.stderr)
                 return 1
             timings[day] = {
                 stats.step_key: stats.end_time - stats.start_time

@@ -31,16 +31,20 @@ def build_catalog(
 ) -> list[CatalogEntry]:
     """Catalog of ``events`` (the query days) and ``decisions`` (their trim decisions).
 
-    Only (app, event type) pairs with a decision on every day, and attributes kept on every
-    day, are offered (attributes with their most frequent values), so that every sampled query
-    is answerable.
+    Every (app, event type) with events is offered, also pairs absent on some of the days (real
+    traffic is sparse: those days count zero users, as the engine answers them). Attributes are
+    offered (with their most frequent values) when kept on every day the pair has a decision,
+    so that every sampled query is answerable.
     """
-    days = decisions.select("date").distinct().count()
+    pair_days = decisions.groupBy("app_id", "event_type").agg(
+        F.countDistinct("date").alias("pair_days")
+    )
     always_kept = (
         decisions.where("kept")
         .groupBy("app_id", "event_type", "attribute")
         .agg(F.countDistinct("date").alias("days"))
-        .where(F.col("days") == days)
+        .join(pair_days, ["app_id", "event_type"])
+        .where(F.col("days") == F.col("pair_days"))
         .select("app_id", "event_type", "attribute")
     )
     values = (
@@ -55,16 +59,8 @@ def build_catalog(
         top.setdefault((row.app_id, row.event_type, row.attribute), []).append(
             (row["count"], row.v)
         )
-    every_day = (
-        decisions.groupBy("app_id", "event_type")
-        .agg(F.countDistinct("date").alias("days"))
-        .where(F.col("days") == days)
-        .select("app_id", "event_type")
-    )
-    users = (
-        events.groupBy("app_id", "event_type")
-        .agg(F.approx_count_distinct("user_id").alias("users"))
-        .join(every_day, ["app_id", "event_type"])
+    users = events.groupBy("app_id", "event_type").agg(
+        F.approx_count_distinct("user_id").alias("users")
     )
     catalog = []
     for row in users.orderBy("app_id", "event_type").collect():

@@ -10,7 +10,7 @@ import pytest
 from profile_store.audiences.accuracy import AccuracyBars, accuracy_report, relative_errors
 from profile_store.audiences.exact import exact_leaf_users, exact_users
 from profile_store.audiences.query import leaves, parse_query
-from profile_store.audiences.query_sampler import CatalogEntry, sample_queries
+from profile_store.audiences.query_sampler import CatalogEntry, build_catalog, sample_queries
 
 SCHEMA = (
     "app_id string, event_type string, user_id string, event_time timestamp, "
@@ -95,3 +95,46 @@ def test_accuracy_report_names_every_failed_bar():
     assert report.bounds_coverage == 0.5
     failures = report.failures(AccuracyBars())
     assert len(failures) == 4 and "mean error" in failures[0]
+
+
+DECISIONS = "app_id string, event_type string, attribute string, kept boolean, date string"
+
+
+def test_the_catalog_offers_pairs_absent_on_some_days(spark):
+    events = spark.createDataFrame(
+        [
+            ("shop", "view", "u1", datetime(2026, 11, 1, 12), {"color": "red"}),
+            ("shop", "view", "u2", datetime(2026, 11, 2, 12), {"color": "blue"}),
+            ("shop", "refund", "u3", datetime(2026, 11, 2, 12), {"reason": "late"}),
+        ],
+        SCHEMA,
+    )
+    decisions = spark.createDataFrame(
+        [
+            ("shop", "view", "color", True, "2026-11-01"),
+            ("shop", "view", "color", True, "2026-11-02"),
+            ("shop", "refund", "reason", True, "2026-11-02"),  # first seen on the second day
+        ],
+        DECISIONS,
+    )
+    catalog = {(e.app_id, e.event_type): e.attributes for e in build_catalog(events, decisions)}
+    assert catalog == {
+        ("shop", "refund"): {"reason": ["late"]},
+        ("shop", "view"): {"color": ["blue", "red"]},
+    }
+
+
+def test_the_catalog_leaves_out_attributes_trimmed_on_a_day_of_the_pair(spark):
+    events = spark.createDataFrame(
+        [("shop", "view", "u1", datetime(2026, 11, d, 12), {"color": "red"}) for d in (1, 2)],
+        SCHEMA,
+    )
+    decisions = spark.createDataFrame(
+        [
+            ("shop", "view", "color", True, "2026-11-01"),
+            ("shop", "view", "color", False, "2026-11-02"),
+        ],
+        DECISIONS,
+    )
+    (entry,) = build_catalog(events, decisions)
+    assert entry.attributes == {}

@@ -89,6 +89,8 @@ def run_days(environment: dict[str, str]) -> None:
                 instance=instance,
             )
             assert result.success, f"daily pipeline failed for {day}"
+            failed = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
+            assert failed == [], f"{day}: checks did not pass"
     finally:
         resources["hbase"].close()
 
