@@ -98,15 +98,18 @@ def run_estimate(args: argparse.Namespace) -> int:
     settings = None
     try:
         tree = read_query(args.query)
-        admissible_query(tree)  # a wrong query fails before any HBase work starts
+        try:
+            admissible_query(tree)  # a wrong query fails before any HBase work starts
+        except QueryError as exc:
+            return fail(args, EXIT_INPUT, "invalid_query", exc.problem, exc.path)
         settings = settings_from_args(args)
         require_table_store(settings, SKETCH_TABLE)
         with hbase_pool(settings) as pool:
             answer = AudienceEngine(sketch_table_opener(pool)).estimate(tree)
     except MissingTable as exc:
         return fail(args, EXIT_FAILURE, "table_not_found", str(exc))
-    except QueryError as exc:
-        return fail(args, EXIT_INPUT, "invalid_query", exc.problem, exc.path)
+    except QueryError as exc:  # valid, but the sketches cannot answer it (as HTTP's 422)
+        return fail(args, EXIT_INPUT, "unanswerable_query", exc.problem, exc.path)
     except InputError as exc:
         return fail(args, EXIT_INPUT, exc.error, exc.message, exc.path)
     except HBASE_FAILURES as exc:

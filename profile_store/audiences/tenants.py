@@ -9,14 +9,17 @@ Tenants are configured in a JSON file::
          "app_ids": ["com.shop", "com.shop|eu"]},
         {"name": "rival-inc",
          "api_keys": ["rival-inc-91c2e07d5b6a4d18", "rival-inc-rotated-5e4d3c2b1a09"],
-         "app_ids": ["com.rival"]}
+         "app_id_prefixes": ["com.rival."]}
       ]
     }
 
 ``name``: unique, for logs and messages. ``api_keys``: one or more keys (at least 16 characters;
 several allow rotation), each belonging to exactly one tenant. ``app_ids``: the apps the
-tenant's queries may name; every leaf of a query must name one of them. Keys are held only as
-SHA-256 digests in memory. Any other field is an error, so a typo cannot widen access.
+tenant's queries may name; ``app_id_prefixes``: or every app whose id starts with one of these
+(a tenant with hundreds of apps under its own namespace); at least one of the two, and every
+leaf of a query must name an app they grant. A prefix is at least 3 characters, so that no
+prefix grants the apps of every tenant. Keys are held only as SHA-256 digests in memory. Any
+other field is an error, so a typo cannot widen access.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from typing import Any
 from profile_store.audiences.query import Leaf, Node, QueryError, QueryLimits, leaves, parse_query
 
 MIN_KEY_LENGTH = 16
-TENANT_FIELDS = {"name", "api_keys", "app_ids"}
+TENANT_FIELDS = {"name", "api_keys", "app_ids", "app_id_prefixes"}
+MIN_PREFIX_LENGTH = 3
 MAX_MIN_COUNT = (1 << 63) - 1
 """Largest ``min_count`` answered: event counts are 64-bit integers."""
 
@@ -54,11 +58,15 @@ class ForbiddenApp(Exception):
 class Tenant:
     name: str
     app_ids: frozenset[str]
+    app_id_prefixes: tuple[str, ...] = ()
+
+    def may_query(self, app_id: str) -> bool:
+        return app_id in self.app_ids or app_id.startswith(self.app_id_prefixes)
 
     def authorize(self, query: Node) -> None:
         """Raise ``ForbiddenApp`` for the first leaf naming an app this tenant may not query."""
         for leaf in leaves(query):
-            if leaf.app_id not in self.app_ids:
+            if not self.may_query(leaf.app_id):
                 raise ForbiddenApp(f"{leaf.path}.app_id", leaf.app_id, self.name)
 
 
@@ -137,8 +145,22 @@ def _parse_tenant(entry: Any, path: str) -> tuple[Tenant, list[str]]:
             raise TenantConfigError(
                 f"{path}.api_keys[{j}]: too short, keys have at least {MIN_KEY_LENGTH} characters"
             )
-    app_ids = _strings(entry.get("app_ids"), f"{path}.app_ids")
-    return Tenant(name=name, app_ids=frozenset(app_ids)), keys
+    if "app_ids" not in entry and "app_id_prefixes" not in entry:
+        raise TenantConfigError(f"{path}: needs app_ids, app_id_prefixes or both")
+    app_ids = _strings(entry["app_ids"], f"{path}.app_ids") if "app_ids" in entry else []
+    prefixes = (
+        _strings(entry["app_id_prefixes"], f"{path}.app_id_prefixes")
+        if "app_id_prefixes" in entry
+        else []
+    )
+    for j, prefix in enumerate(prefixes):
+        if len(prefix) < MIN_PREFIX_LENGTH:
+            raise TenantConfigError(
+                f"{path}.app_id_prefixes[{j}]: too short, prefixes have at least "
+                f"{MIN_PREFIX_LENGTH} characters"
+            )
+    tenant = Tenant(name=name, app_ids=frozenset(app_ids), app_id_prefixes=tuple(prefixes))
+    return tenant, keys
 
 
 def _strings(value: Any, path: str) -> list[str]:

@@ -107,6 +107,14 @@ def test_with_json_an_error_is_a_json_object_on_stderr(tmp_path, hbase_flags, ca
     assert error["message"].startswith("unknown operator xor")
 
 
+def test_an_unanswerable_query_is_named_as_the_http_api_names_it(tmp_path, hbase_flags, capsys):
+    tree = leaf("purchase", attributes={"order_id": "o-1"})
+    code = cli.main(["estimate", write_query(tmp_path, tree), "--json", *hbase_flags])
+    assert code == 2
+    error = json.loads(capsys.readouterr().err)
+    assert (error["error"], error["path"]) == ("unanswerable_query", "$.attributes.order_id")
+
+
 def test_a_file_that_is_not_json_exits_2(tmp_path, hbase_flags, capsys):
     path = write_query(tmp_path, "{'app_id': 'com.shop'}")
     code = cli.main(["estimate", path, *hbase_flags])

@@ -12,7 +12,12 @@ from fastapi.testclient import TestClient
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.http_api import MAX_BODY_BYTES, create_app
 from profile_store.audiences.query import LEAF_FIELDS, parse_query
-from profile_store.audiences.tenants import TenantConfigError, Tenants
+from profile_store.audiences.tenants import (
+    ForbiddenApp,
+    TenantConfigError,
+    Tenants,
+    admissible_query,
+)
 from profile_store.hbase_client import HBaseSettings, hbase_pool, sketch_table_opener
 from profile_store.hbase_gateway.process import EmbeddedGateway
 
@@ -294,6 +299,32 @@ def test_tenants_file_maps_each_api_key_to_its_tenants_apps():
     assert tenants.authenticate(None) is None
 
 
+def test_a_tenant_granted_a_prefix_may_query_every_app_under_it():
+    config = {"tenants": [{"name": "ads", "api_keys": [SHOP_KEY], "app_id_prefixes": ["td."]}]}
+    tenant = Tenants.from_config(config).authenticate(SHOP_KEY)
+    assert tenant.may_query("td.62") and tenant.may_query("td.161")
+    assert not tenant.may_query("tdx.1") and not tenant.may_query("com.shop")
+
+
+def test_a_prefix_grant_still_refuses_other_apps_in_a_query():
+    config = {
+        "tenants": [
+            {
+                "name": "ads",
+                "api_keys": [SHOP_KEY],
+                "app_ids": ["com.a"],
+                "app_id_prefixes": ["td."],
+            }
+        ]
+    }
+    tenant = Tenants.from_config(config).authenticate(SHOP_KEY)
+    leaf = {"event_type": "click", "date_from": "2026-11-01", "date_to": "2026-11-01"}
+    query = admissible_query({"union": [{**leaf, "app_id": "td.1"}, {**leaf, "app_id": "com.b"}]})
+    with pytest.raises(ForbiddenApp) as refused:
+        tenant.authorize(query)
+    assert (refused.value.path, refused.value.app_id) == ("$.union[1].app_id", "com.b")
+
+
 def _tenant(**fields) -> dict:
     return {"name": "shop", "api_keys": [SHOP_KEY], "app_ids": ["com.shop"], **fields}
 
@@ -307,6 +338,14 @@ def _tenant(**fields) -> dict:
         ({"tenants": [_tenant(app_ids=[])]}, "$.tenants[0].app_ids: required, a non-empty list"),
         ({"tenants": [_tenant(api_keys=["short"])]}, "$.tenants[0].api_keys[0]: too short"),
         (
+            {"tenants": [{"name": "shop", "api_keys": [SHOP_KEY]}]},
+            "$.tenants[0]: needs app_ids, app_id_prefixes or both",
+        ),
+        (
+            {"tenants": [_tenant(app_id_prefixes=["co"])]},
+            "$.tenants[0].app_id_prefixes[0]: too short",
+        ),
+        (
             {"tenants": [_tenant(), _tenant(name="other")]},
             "$.tenants[1].api_keys[0]: key already belongs to tenant 'shop'",
         ),
@@ -315,7 +354,17 @@ def _tenant(**fields) -> dict:
             "$.tenants[1].name: duplicate tenant name 'shop'",
         ),
     ],
-    ids=["not-an-object", "no-tenants", "typo", "no-apps", "short-key", "shared-key", "dup-name"],
+    ids=[
+        "not-an-object",
+        "no-tenants",
+        "typo",
+        "no-apps",
+        "short-key",
+        "no-grant",
+        "short-prefix",
+        "shared-key",
+        "dup-name",
+    ],
 )
 def test_tenant_config_errors_name_the_json_path(config, message):
     with pytest.raises(TenantConfigError) as raised:
