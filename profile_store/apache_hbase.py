@@ -24,7 +24,6 @@ import argparse
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -35,6 +34,7 @@ from typing import IO
 
 import happybase
 
+from profile_store.child_processes import free_port, log_tail, stop_process
 from profile_store.maven_jars import JarResolutionError, resolve_jars
 
 HBASE_VERSION = "2.6.1"
@@ -84,12 +84,6 @@ def hbase_jars(version: str = HBASE_VERSION) -> list[Path]:
         )
     except JarResolutionError as error:
         raise HBaseStartError(str(error)) from error
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def _site_xml(settings: dict[str, str]) -> str:
@@ -186,13 +180,7 @@ class ApacheHBase:
         ``graceful=False`` kills them instead (seconds instead of tens), for throw-away data.
         """
         for _name, process, log in reversed(self._processes):
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
-                try:
-                    process.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            stop_process(process, timeout, signal.SIGTERM if graceful else signal.SIGKILL)
             log.close()
         self._processes.clear()
 
@@ -269,11 +257,7 @@ class ApacheHBase:
         )
 
     def log_tail(self, lines: int = 40) -> str:
-        tails = []
-        for log in sorted((self.data_dir / "logs").glob("*")):
-            text = log.read_text(errors="replace").splitlines()[-lines:]
-            tails.append(f"== {log.name}\n" + "\n".join(text))
-        return "\n".join(tails)
+        return log_tail((self.data_dir / "logs").glob("*"), lines)
 
 
 @contextlib.contextmanager

@@ -20,7 +20,6 @@ import argparse
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,8 @@ from typing import IO
 
 import pyspark
 
+from profile_store.child_processes import free_port, log_tail, stop_process
+
 
 class ClusterStartError(RuntimeError):
     """The master or the worker did not come up; the message holds their logs."""
@@ -38,12 +39,6 @@ class ClusterStartError(RuntimeError):
 def spark_home() -> Path:
     """The installed pyspark's directory: it holds ``bin/spark-class`` and the jars."""
     return Path(pyspark.__file__).parent
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 class SparkStandalone:
@@ -107,13 +102,7 @@ class SparkStandalone:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop the worker (and with it its executors), then the master."""
         for _name, process, log in reversed(self._processes):
-            if process.poll() is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    process.wait(timeout)
-                except subprocess.TimeoutExpired:
-                    process.kill()
-                    process.wait()
+            stop_process(process, timeout)
             log.close()
         self._processes.clear()
 
@@ -124,11 +113,7 @@ class SparkStandalone:
         self.stop()
 
     def log_tail(self, lines: int = 40) -> str:
-        tails = []
-        for log in sorted((self.work_dir / "logs").glob("*.log")):
-            text = log.read_text(errors="replace").splitlines()[-lines:]
-            tails.append(f"== {log.name}\n" + "\n".join(text))
-        return "\n".join(tails)
+        return log_tail((self.work_dir / "logs").glob("*.log"), lines)
 
     def _spark_class(self, name: str, *arguments: str) -> None:
         env = {

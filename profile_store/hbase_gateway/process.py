@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from types import TracebackType
 from typing import IO
 
 import profile_store
+from profile_store.child_processes import stop_process
 
 _PACKAGE_ROOT = str(Path(profile_store.__file__).resolve().parent.parent)
 
@@ -152,13 +152,7 @@ class EmbeddedGateway:
         process = self._process
         if process is None:
             return None
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+        stop_process(process, timeout)
         self._cleanup()
         return process.returncode
 

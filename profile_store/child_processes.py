@@ -1,0 +1,44 @@
+"""Servers this project starts as child processes: free ports, stopping, and their logs.
+
+The embedded gateway, a real Apache HBase and a Spark standalone cluster are all started the
+same way (a child on a free loopback port, output to a log file) and stopped the same way: a
+signal, a bounded wait, then SIGKILL, so that a hung child never hangs the caller.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def stop_process(
+    process: subprocess.Popen, timeout: float, signum: int = signal.SIGTERM
+) -> int | None:
+    """Send ``signum`` if it still runs, wait up to ``timeout`` s, then kill; its exit code."""
+    if process.poll() is None:
+        process.send_signal(signum)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return process.returncode
+
+
+def log_tail(logs: Iterable[Path], lines: int = 40) -> str:
+    """The last ``lines`` of each log, headed by its name (for start-up error messages)."""
+    tails = []
+    for log in sorted(logs):
+        text = log.read_text(errors="replace").splitlines()[-lines:]
+        tails.append(f"== {log.name}\n" + "\n".join(text))
+    return "\n".join(tails)
