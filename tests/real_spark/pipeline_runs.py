@@ -23,33 +23,42 @@ import pyarrow.parquet as pq
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.lake_layout import GROUND_TRUTH, LANDING
 
-DAYS = ("2026-11-01", "2026-11-02")
-EVENTS_PER_DAY = 3_000
+DAYS = ("2026-11-01", "2026-11-02", "2026-11-03")  # the last one without events
+EVENTS_PER_DAY = 5_000  # above the size where the sample's shared logins fall under the guard
 LAKE = "<lake>"
 
 
 @dataclass
 class PipelineRun:
-    """Where one run left its lake (a local copy for S3) and its HBase store, and its timings."""
+    """Where one run left its lake (a local copy for S3) and its HBase store, and its output."""
 
     lake: Path
     lake_uri: str
     hbase_dir: Path
-    timings: dict[str, dict[str, float]]
+    work: Path
+    output: str
 
 
 def run_pipeline(
-    tmp: Path, landing: Path, environment: dict[str, str], lake_uri: str | None = None
+    tmp: Path,
+    landing: Path,
+    environment: dict[str, str],
+    lake_uri: str | None = None,
+    *,
+    as_the_ui_runs_it: bool = False,
 ) -> PipelineRun:
     """Run ``DAYS`` through every asset and check; the lake is a copy of ``landing``'s lake
-    unless ``lake_uri`` names one the caller prepared (S3)."""
+    unless ``lake_uri`` names one the caller prepared (S3).
+
+    ``as_the_ui_runs_it``: through ``profiles run`` (runs of ``daily_pipeline`` recorded in a
+    ``.dagster_home`` it creates in ``tmp``), else ``materialize_days`` (a throw-away instance).
+    """
     lake = tmp / "lake"
     if lake_uri is None:
         shutil.copytree(landing / LANDING, lake / LANDING)
         shutil.copytree(landing / GROUND_TRUTH, lake / GROUND_TRUTH)
         lake_uri = str(lake)
     hbase_dir = tmp / "hbase"
-    timings = tmp / "timings.json"
     env = {
         **os.environ,
         "PROFILES_LAKE_ROOT": lake_uri,
@@ -59,15 +68,17 @@ def run_pipeline(
         "PYSPARK_PYTHON": sys.executable,
         **environment,
     }
+    env.pop("DAGSTER_HOME", None)
+    if as_the_ui_runs_it:
+        command = ["-m", "profile_store.cli", "run", DAYS[0], DAYS[-1]]
+    else:
+        command = ["-m", "profile_assets.materialize_days", *DAYS]
     completed = subprocess.run(
-        [sys.executable, "-m", "profile_assets.materialize_days", "--timings", str(timings), *DAYS],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=900,
+        [sys.executable, *command], cwd=tmp, env=env, capture_output=True, text=True, timeout=900
     )
-    assert completed.returncode == 0, (completed.stdout + completed.stderr)[-6000:]
-    return PipelineRun(lake, lake_uri, hbase_dir, json.loads(timings.read_text()))
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 0, output[-6000:]
+    return PipelineRun(lake, lake_uri, hbase_dir, tmp, output)
 
 
 # -- comparing two runs ------------------------------------------------------------------------
