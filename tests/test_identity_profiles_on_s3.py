@@ -8,7 +8,7 @@ mirrored into the bucket the way S3A and EMRFS leave Spark output (the objects p
 directory markers, ``dir/`` and ``dir_$folder$``: EMRFS's cannot be produced on this machine), the
 real ``S3LakeStorage`` answers from the bucket and the pipeline goes on with that answer. The
 disk's answer to the same question is recorded beside it; any difference fails. Spark's own S3A
-reads and writes are tested end to end in ``tests/real_spark/test_s3a_lake.py``.
+reads and writes are tested end to end in ``tests/real_spark/test_cluster_with_s3a_lake.py``.
 """
 
 from __future__ import annotations
