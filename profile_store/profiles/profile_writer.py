@@ -16,11 +16,13 @@ from pyspark.sql import DataFrame
 
 from profile_store.hbase_client import ThriftAddress
 from profile_store.profiles.table import (
+    AS_OF,
     ASSOCIATIONS,
     FEATURES,
     MASTER,
     SEGMENTS,
     ProfileRow,
+    decode_ms,
     edge_cells,
     edge_key,
     lookup_cells,
@@ -65,14 +67,19 @@ def replace_profiles(table, rows: list[ProfileRow]) -> int:
     (type, first seen, id type, master, linked ids, often the segments) is the same from one
     day to the next, and every cell not written is HBase work saved (a put, a version to
     compact away). ``s:as_of`` changes with every compaction, so every row is still touched.
+    A row whose stored ``s:as_of`` is later than the new row's is left as it is.
     """
     keys = [profile_key(row.profile) for row in rows]
     current = dict(table.rows(keys, columns=[b"s", b"g", b"f", b"a"]))
     stale = 0
     with table.batch() as batch:
         for key, row in zip(keys, rows, strict=True):
-            cells = profile_cells(row)
             stored = current.get(key, {})
+            if AS_OF in stored and decode_ms(stored[AS_OF]) > row.as_of_ms:
+                # A later day's compaction wrote this row: an earlier day re-run afterwards (a
+                # backfill, an automation run, a UI re-run) must not take the person back.
+                continue
+            cells = profile_cells(row)
             old = _stale_columns(stored, cells)
             if old:
                 batch.delete(key, columns=old)
