@@ -197,7 +197,7 @@ class AudienceEngine:
                 kept_by_day[parse_rowkey(key)[2]] = set(json.loads(cells.get(KEPT, b"[]")))
             elif sketch_column in cells:
                 blobs.append(cells[sketch_column])
-        self._check_answerable(leaf, kept_by_day, self._built_days(table, leaf, kept_by_day))
+        self._check_answerable(table, leaf, kept_by_day)
         return self._union(leaf, blobs, rows)
 
     def _read_aggregates(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead:
@@ -210,7 +210,7 @@ class AudienceEngine:
         found = table.rows(list(keys), columns=[sketch_column, KEPT])
         kept_by_day = {keys[key]: set(json.loads(cells.get(KEPT, b"[]"))) for key, cells in found}
         blobs = [cells[sketch_column] for _, cells in found if sketch_column in cells]
-        self._check_answerable(leaf, kept_by_day, self._built_days(table, leaf, kept_by_day))
+        self._check_answerable(table, leaf, kept_by_day)
         return self._union(leaf, blobs, len(found))
 
     def _read_marginals(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead | None:
@@ -236,26 +236,20 @@ class AudienceEngine:
         return LeafRead(sketch=sketch, rows=rows)
 
     @staticmethod
-    def _built_days(table, leaf: Leaf, kept_by_day: dict[date, set[str]]) -> set[date]:
-        """Of the leaf's days without the pair's aggregate row, those built (one multi-get)."""
-        missing = [d for d in leaf.days() if d not in kept_by_day]
-        if not missing:
-            return set()
-        keys = {built_day_rowkey(d): d for d in missing}
-        return {keys[key] for key, _ in table.rows(list(keys), columns=[BUILT])}
-
-    @staticmethod
-    def _check_answerable(
-        leaf: Leaf, kept_by_day: dict[date, set[str]], built_without_pair: set[date]
-    ) -> None:
-        """Every day must be built; on days with the pair, every filtered attribute kept."""
-        missing = [d for d in leaf.days() if d not in kept_by_day and d not in built_without_pair]
-        if missing:
-            raise QueryError(
-                leaf.path,
-                f"no sketches for {leaf.app_id}/{leaf.event_type} on {_days(missing)}: "
-                "the day is not built yet (materialize audience_sketches for it)",
-            )
+    def _check_answerable(table, leaf: Leaf, kept_by_day: dict[date, set[str]]) -> None:
+        """Every day must hold the pair or be built (one more multi-get, only when a day lacks
+        the pair); on days with the pair, every filtered attribute must be kept."""
+        without_pair = [d for d in leaf.days() if d not in kept_by_day]
+        if without_pair:
+            keys = {built_day_rowkey(d): d for d in without_pair}
+            built = {keys[key] for key, _ in table.rows(list(keys), columns=[BUILT])}
+            missing = [d for d in without_pair if d not in built]
+            if missing:
+                raise QueryError(
+                    leaf.path,
+                    f"no sketches for {leaf.app_id}/{leaf.event_type} on {_days(missing)}: "
+                    "the day is not built yet (materialize audience_sketches for it)",
+                )
         for name in sorted(leaf.attributes):
             trimmed = [d for d in kept_by_day if name not in kept_by_day[d]]
             if trimmed:
