@@ -34,7 +34,7 @@ from typing import IO
 
 import happybase
 
-from profile_store.child_processes import free_port, log_tail, stop_process
+from profile_store.child_processes import free_port, log_tail, stop_process, wait_for_interrupt
 from profile_store.maven_jars import JarResolutionError, resolve_jars
 
 HBASE_VERSION = "2.6.1"
@@ -289,9 +289,7 @@ def main(argv: list[str] | None = None) -> int:
             + "\nCtrl-C stops it.",
             flush=True,
         )
-        stopping = {signal.SIGINT, signal.SIGTERM}
-        signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
-        signal.sigwait(stopping)
+        wait_for_interrupt()
         print("stopping Apache HBase ...", flush=True)
     return 0
 

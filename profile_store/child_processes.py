@@ -42,3 +42,10 @@ def log_tail(logs: Iterable[Path], lines: int = 40) -> str:
         text = log.read_text(errors="replace").splitlines()[-lines:]
         tails.append(f"== {log.name}\n" + "\n".join(text))
     return "\n".join(tails)
+
+
+def wait_for_interrupt() -> None:
+    """Block until Ctrl-C or SIGTERM (the ``make hbase`` / ``make spark-cluster`` foreground)."""
+    stopping = {signal.SIGINT, signal.SIGTERM}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
+    signal.sigwait(stopping)

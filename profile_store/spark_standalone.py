@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -29,7 +28,7 @@ from typing import IO
 
 import pyspark
 
-from profile_store.child_processes import free_port, log_tail, stop_process
+from profile_store.child_processes import free_port, log_tail, stop_process, wait_for_interrupt
 
 
 class ClusterStartError(RuntimeError):
@@ -169,9 +168,7 @@ def main(argv: list[str] | None = None) -> int:
             f"on it with:\nSPARK_MASTER={cluster.master_url}\nCtrl-C stops it.",
             flush=True,
         )
-        stopping = {signal.SIGINT, signal.SIGTERM}
-        signal.pthread_sigmask(signal.SIG_BLOCK, stopping)
-        signal.sigwait(stopping)
+        wait_for_interrupt()
         print("stopping the Spark cluster ...", flush=True)
     return 0
 
