@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "profile_store.profiles.cli",
     "profile_store.service",
     "profile_assets.run_days",
+    "profile_store.imports.cli",
 )
 
 

@@ -41,6 +41,8 @@ class LakeStorage(Protocol):
 
     def delete_tree(self, relative: str) -> None: ...
 
+    def move(self, relative: str, to: str) -> None: ...
+
 
 def _join(root: str, relative: str) -> str:
     relative = relative.strip("/")
@@ -96,6 +98,12 @@ class LocalLakeStorage:
             shutil.rmtree(path)
         elif path.exists():
             path.unlink()
+
+    def move(self, relative: str, to: str) -> None:
+        """A rename: atomic within the lake's file system."""
+        target = self._path(to)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        self._path(relative).replace(target)
 
 
 # Empty objects Hadoop file systems write to stand for directories: S3A's ``dir/`` and EMRFS's
@@ -187,3 +195,10 @@ class S3LakeStorage:
             self.client.delete_objects(
                 Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in chunk]}
             )
+
+    def move(self, relative: str, to: str) -> None:
+        """A server-side copy, then the delete (S3 has no rename; objects up to 5 GB)."""
+        target = self._key(to)
+        source = {"Bucket": self.bucket, "Key": self._key(relative)}
+        self.client.copy_object(Bucket=self.bucket, Key=target, CopySource=source)
+        self.client.delete_object(Bucket=self.bucket, Key=source["Key"])

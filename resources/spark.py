@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from dagster_pyspark import LazyPySparkResource
@@ -37,10 +38,13 @@ def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) ->
     }
 
 
-def spark_config_from_env(env: dict[str, str] | None = None) -> dict[str, str]:
+def spark_config_from_env(
+    env: dict[str, str] | None = None, also_reads: Sequence[str] = ()
+) -> dict[str, str]:
     """``SPARK_MASTER`` picks the cluster; ``SPARK_CONF_JSON`` adds or overrides any setting.
 
-    A lake on S3 adds the S3A connector's settings (``resources.spark_s3a``).
+    A lake (or a source in ``also_reads``) on S3 adds the S3A connector's settings
+    (``resources.spark_s3a``).
     """
     env = dict(os.environ if env is None else env)
     config = local_spark_config(
@@ -52,7 +56,7 @@ def spark_config_from_env(env: dict[str, str] | None = None) -> dict[str, str]:
         config["spark.pyspark.python"] = sys.executable
     else:
         config["spark.ui.enabled"] = "true"
-    config.update(s3a_config(env))
+    config.update(s3a_config(env, also_reads))
     extra = env.get("SPARK_CONF_JSON")
     if extra:
         try:
@@ -65,8 +69,10 @@ def spark_config_from_env(env: dict[str, str] | None = None) -> dict[str, str]:
     return config
 
 
-def spark_resource_from_env(env: dict[str, str] | None = None) -> LazyPySparkResource:
-    config = spark_config_from_env(env)
+def spark_resource_from_env(
+    env: dict[str, str] | None = None, also_reads: Sequence[str] = ()
+) -> LazyPySparkResource:
+    config = spark_config_from_env(env, also_reads)
     if config["spark.master"].startswith("local"):
         # PySpark picks the local worker interpreter from this variable alone.
         os.environ.setdefault("PYSPARK_PYTHON", config["spark.pyspark.python"])

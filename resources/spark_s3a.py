@@ -13,7 +13,7 @@ written into Spark's configuration.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import pyspark
@@ -38,16 +38,17 @@ def hadoop_aws_jars() -> list[Path]:
     return resolve_jars(f"hadoop-aws-{version}", [f"org.apache.hadoop:hadoop-aws:{version}"])
 
 
-def uses_s3a(env: Mapping[str, str]) -> bool:
-    """Is the lake on S3 and read by Spark as ``s3a://`` (not EMRFS's ``s3://``)?"""
-    root = env.get("PROFILES_LAKE_ROOT", "")
+def uses_s3a(env: Mapping[str, str], also_reads: Sequence[str] = ()) -> bool:
+    """Is the lake (or a source in ``also_reads``) on S3 and read by Spark as ``s3a://``
+    (not EMRFS's ``s3://``)?"""
+    roots = [env.get("PROFILES_LAKE_ROOT", ""), *also_reads]
     scheme = env.get("PROFILES_SPARK_S3_SCHEME", "s3a")
-    return root.startswith(("s3://", "s3a://")) and scheme == "s3a"
+    return scheme == "s3a" and any(root.startswith(("s3://", "s3a://")) for root in roots)
 
 
-def s3a_config(env: Mapping[str, str]) -> dict[str, str]:
-    """Spark settings for an ``s3a://`` lake; empty when the lake is elsewhere."""
-    if not uses_s3a(env):
+def s3a_config(env: Mapping[str, str], also_reads: Sequence[str] = ()) -> dict[str, str]:
+    """Spark settings for an ``s3a://`` lake or source; empty when both are elsewhere."""
+    if not uses_s3a(env, also_reads):
         return {}
     source = env.get("PROFILES_SPARK_S3A_JARS", "maven")
     if source not in JAR_SOURCES:

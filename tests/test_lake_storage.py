@@ -95,6 +95,13 @@ def test_delete_tree_removes_only_that_tree(storage):
     assert [f.path for f in storage.list_files("events")] == ["events/date=2026-11-02/a"]
 
 
+def test_a_moved_file_is_at_its_new_path_only(storage):
+    storage.write_bytes("_imports/1/date=2026-11-01/part-0.gz", b"lines")
+    storage.move("_imports/1/date=2026-11-01/part-0.gz", "landing/date=2026-11-01/import-0.gz")
+    assert storage.read_bytes("landing/date=2026-11-01/import-0.gz") == b"lines"
+    assert not storage.exists("_imports/1/date=2026-11-01/part-0.gz")
+
+
 def test_spark_uris_use_the_hadoop_scheme(tmp_path, s3_client):
     assert LocalLakeStorage(tmp_path).spark_uri("events").startswith("file:///")
     s3 = S3LakeStorage("s3://lake-bucket/prod/lake", s3_client)

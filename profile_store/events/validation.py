@@ -73,6 +73,13 @@ def day_bounds(day: date) -> tuple[datetime, datetime]:
     return start, start + timedelta(days=1)
 
 
+def _outside(event_ts: Column, day: date | None) -> Column:
+    if day is None:
+        return F.lit(False)
+    start, end = day_bounds(day)
+    return (event_ts < F.lit(start)) | (event_ts >= F.lit(end))
+
+
 def _blank(column: str) -> Column:
     return F.col(column).isNull() | (F.trim(F.col(column)) == "")
 
@@ -82,12 +89,14 @@ def parse_event_time(column: Column) -> Column:
     return F.coalesce(*[F.try_to_timestamp(column, F.lit(fmt)) for fmt in _TIME_FORMATS])
 
 
-def check_lines(lines: DataFrame, day: date, rules: ValidationRules) -> DataFrame:
+def check_lines(lines: DataFrame, day: date | None, rules: ValidationRules) -> DataFrame:
     """Landing lines (``line``, ``source_file``) typed, plus ``event_ts`` (the parsed time) and
     ``reason`` (null for a row that breaks no rule of its own; duplicates are
     ``resolve_duplicates``' job). ``line`` is kept for rejected rows only: accepted rows are
-    in the typed columns, and a day's lines are the largest thing Spark would cache."""
-    start, end = day_bounds(day)
+    in the typed columns, and a day's lines are the largest thing Spark would cache.
+
+    ``day`` None checks lines that are not yet in a day (``profiles import`` places each line in
+    the day of its own time), so no line is outside its day."""
     typed = typed_lines(lines).withColumn("event_ts", parse_event_time(F.col("event_time")))
     event_ts = F.col("event_ts")
     attributes = F.coalesce(F.col("event_attributes"), F.create_map())
@@ -105,7 +114,7 @@ def check_lines(lines: DataFrame, day: date, rules: ValidationRules) -> DataFram
         ("invalid_id_type", ~F.coalesce(F.col("id_type").isin(*ID_TYPES), F.lit(False))),
         ("empty_event_type", _blank("event_type")),
         ("unparseable_event_time", event_ts.isNull()),
-        ("event_time_outside_day", (event_ts < F.lit(start)) | (event_ts >= F.lit(end))),
+        ("event_time_outside_day", _outside(event_ts, day)),
         (
             "oversized_attributes",
             (F.size(attributes) > rules.max_attributes) | too_long_value,
@@ -185,7 +194,7 @@ def clean_events(classified: DataFrame) -> DataFrame:
     )
 
 
-def _detail(rules: ValidationRules, day: date) -> Column:
+def rejection_detail(rules: ValidationRules, day: date | None) -> Column:
     """The field and the problem, for a rejected row (evaluated for those rows only)."""
     parsed = F.try_parse_json(F.col(LINE))
     attributes = F.coalesce(F.col("event_attributes"), F.create_map())
@@ -242,7 +251,7 @@ def _detail(rules: ValidationRules, day: date) -> Column:
     return detail
 
 
-def quarantined_rows(checked: DataFrame, day: date, rules: ValidationRules) -> DataFrame:
+def quarantined_rows(checked: DataFrame, day: date | None, rules: ValidationRules) -> DataFrame:
     """Lines rejected on their own, with their reason, a detail naming the field and the
     problem, the line as received and its landing file.
 
@@ -261,7 +270,7 @@ def quarantined_rows(checked: DataFrame, day: date, rules: ValidationRules) -> D
     return rejected.select(
         "reason",
         *(F.make_valid_utf8(field(name)).alias(name) for name in QUARANTINED_FIELDS),
-        F.make_valid_utf8(_detail(rules, day)).alias("detail"),
+        F.make_valid_utf8(rejection_detail(rules, day)).alias("detail"),
         F.make_valid_utf8(LINE).alias("raw"),
         F.when(~F.is_valid_utf8(LINE), F.col(LINE).cast("binary")).alias("raw_bytes"),
         SOURCE_FILE,
