@@ -78,7 +78,15 @@ def attribute_stats(
 class TrimConfig(Config):
     max_distinct: int = Field(default=100, description="Keep only with at most this many values.")
     max_distinct_ratio: float = Field(
-        default=0.1, description="Keep only when distinct / appearances is below this."
+        default=0.1,
+        description="Keep only when distinct / appearances is below this (or few_values).",
+    )
+    few_values: int = Field(
+        default=20,
+        description=(
+            "Keep an attribute of at most this many values whatever its ratio (small apps' "
+            "categories)."
+        ),
     )
 
 
@@ -99,7 +107,8 @@ class TrimConfig(Config):
     description=(
         f"The day's keep/trim decision per (app, event type, attribute), decided over a "
         f"trailing {TRIM_WINDOW_DAYS}-day window (seed 001's rule: at most 100 distinct values "
-        "and distinct/appearances < 0.1). Queries use it to refuse filters on trimmed attributes."
+        "and distinct/appearances < 0.1; at most 20 values are kept whatever the ratio). "
+        "Queries use it to refuse filters on trimmed attributes."
     ),
 )
 def trimmed_attributes(
@@ -109,7 +118,9 @@ def trimmed_attributes(
     lake: LakeResource,
 ) -> MaterializeResult:
     day = date.fromisoformat(context.partition_key)
-    rule = TrimRule(config.max_distinct, config.max_distinct_ratio, TRIM_WINDOW_DAYS)
+    rule = TrimRule(
+        config.max_distinct, config.max_distinct_ratio, TRIM_WINDOW_DAYS, config.few_values
+    )
     storage = lake.storage()
     window = [day - timedelta(days=i) for i in range(rule.window_days)]
     present = [d for d in window if storage.exists(day_dir(ATTRIBUTE_STATS, d))]

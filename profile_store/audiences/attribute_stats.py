@@ -1,7 +1,12 @@
 """Per-day statistics of event attributes, and the keep/trim decision over a trailing window.
 
 Seed 001's rule: an attribute is worth a sketch dimension when it has few distinct values
-(<= 100) that repeat (distinct / appearances < 0.1). Deciding over a trailing window (7 days by
+(<= 100) that repeat (distinct / appearances < 0.1). The ratio tells an id-like attribute from a
+category only once an app has events enough: in a small app a 10-value attribute seen 50 times
+has a ratio of 0.2. So an attribute of at most ``few_values`` (20) distinct values is kept
+whatever its ratio: it cannot identify events, and the ratio only rejects it where the app has
+fewer than 10 events per value in the window, so its combination rows number fewer than those
+events. Deciding over a trailing window (7 days by
 default) instead of one day keeps the kept set from flapping between days. Distinct values are
 counted with HLL sketches so that days merge without re-reading events; below a few thousand
 values the HLL is in its exact (list/set) modes, so the threshold of 100 is decided exactly.
@@ -19,11 +24,13 @@ HLL_LG_K = 12
 
 @dataclass(frozen=True)
 class TrimRule:
-    """Keep an attribute when distinct <= ``max_distinct`` and distinct/appearances < ratio."""
+    """Keep an attribute when distinct <= ``max_distinct`` and either distinct/appearances <
+    ``max_distinct_ratio`` or distinct <= ``few_values``."""
 
     max_distinct: int = 100
     max_distinct_ratio: float = 0.1
     window_days: int = 7
+    few_values: int = 20
 
     def __post_init__(self) -> None:
         if self.max_distinct < 1:
@@ -34,6 +41,8 @@ class TrimRule:
             )
         if self.window_days < 1:
             raise ValueError(f"window_days: must be >= 1, got {self.window_days}")
+        if self.few_values < 0:
+            raise ValueError(f"few_values: must be >= 0, got {self.few_values}")
 
 
 def daily_attribute_stats(events: DataFrame) -> DataFrame:
@@ -71,7 +80,10 @@ def trim_decisions(window_stats: DataFrame, rule: TrimRule) -> DataFrame:
     keep = (
         F.col("attribute").isNotNull()
         & (distinct <= rule.max_distinct)
-        & (distinct / F.col("appearances") < rule.max_distinct_ratio)
+        & (
+            (distinct / F.col("appearances") < rule.max_distinct_ratio)
+            | (distinct <= rule.few_values)
+        )
     )
     return merged.select(
         "app_id",

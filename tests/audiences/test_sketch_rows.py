@@ -41,9 +41,17 @@ def test_event_types_without_attributes_are_listed_but_never_kept(events):
 
 
 def test_distinct_ratio_rule_trims_rarely_repeated_values(spark):
-    rows = [("a", "e", "u", {"x": str(i % 20)}) for i in range(100)]
+    rows = [("a", "e", "u", {"x": str(i % 30)}) for i in range(100)]
     df = spark.createDataFrame(rows, SCHEMA)
-    assert decisions(df).first().kept is False  # 20 distinct in 100: ratio 0.2 >= 0.1
+    assert decisions(df).first().kept is False  # 30 distinct in 100: ratio 0.3 >= 0.1
+
+
+def test_a_few_valued_attribute_of_a_small_app_is_kept_whatever_its_ratio(spark):
+    rows = [("small", "e", f"u{i}", {"plan": f"p{i % 10}"}) for i in range(40)]
+    df = spark.createDataFrame(rows, SCHEMA)
+    decision = decisions(df).first()
+    assert (decision.distinct_values, decision.appearances) == (10, 40)  # ratio 0.25
+    assert decision.kept is True
 
 
 def test_window_merges_days_before_deciding(spark):
