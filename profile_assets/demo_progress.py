@@ -31,6 +31,7 @@ class StepProgressHandler(logging.Handler):
         self._out = out
         self._indent = indent
         self._labels: dict[str, str] = {}
+        self._reasons: dict[str, str] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
@@ -44,10 +45,15 @@ class StepProgressHandler(logging.Handler):
             evaluation = event.event_specific_data
             outcome = "passed" if evaluation.passed else "FAILED"
             self._labels[event.step_key] = f"check {evaluation.check_name:<28}{outcome:>7} "
+            if not evaluation.passed and evaluation.description:
+                # The measured values against their limits, under the check's line.
+                self._reasons[event.step_key] = evaluation.description
         elif kind == DagsterEventType.STEP_SUCCESS:
             label = self._labels.pop(event.step_key, f"{event.step_key:<34}")
             seconds = event.event_specific_data.duration_ms / 1000
             self._write(f"{label}{seconds:6.1f} s")
+            if event.step_key in self._reasons:
+                self._write(f"  why: {self._reasons.pop(event.step_key)}")
         elif kind == DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
             cause = error.message.strip().splitlines()[-1] if error else "see the run's logs"

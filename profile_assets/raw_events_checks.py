@@ -18,6 +18,7 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 from pyspark.sql import functions as F
 
+from profile_assets.check_results import logged
 from profile_assets.partitions import daily_partitions
 from profile_assets.raw_events import raw_events
 from profile_store.events import expectations
@@ -35,6 +36,7 @@ def _suite_result(outcome: expectations.SuiteOutcome) -> AssetCheckResult:
     return AssetCheckResult(
         passed=outcome.success,
         severity=AssetCheckSeverity.ERROR,
+        description=outcome.summary(),
         metadata={
             "failed_expectations": MetadataValue.json(outcome.failed),
             "expectations": MetadataValue.json(outcome.expectations),
@@ -52,8 +54,11 @@ def raw_events_schema(
     context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
 ) -> AssetCheckResult:
     _, df = _partition(context, spark, lake)
-    return _suite_result(
-        expectations.run_suite(df, "raw_events_schema", expectations.schema_expectations())
+    return logged(
+        context,
+        _suite_result(
+            expectations.run_suite(df, "raw_events_schema", expectations.schema_expectations())
+        ),
     )
 
 
@@ -67,8 +72,9 @@ def raw_events_ids(
     context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
 ) -> AssetCheckResult:
     _, df = _partition(context, spark, lake)
-    return _suite_result(
-        expectations.run_suite(df, "raw_events_ids", expectations.id_expectations())
+    return logged(
+        context,
+        _suite_result(expectations.run_suite(df, "raw_events_ids", expectations.id_expectations())),
     )
 
 
@@ -82,11 +88,10 @@ def raw_events_time_in_day(
     context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
 ) -> AssetCheckResult:
     day, df = _partition(context, spark, lake)
-    return _suite_result(
-        expectations.run_suite(
-            df, "raw_events_time_in_day", expectations.event_time_expectations(day)
-        )
+    outcome = expectations.run_suite(
+        df, "raw_events_time_in_day", expectations.event_time_expectations(day)
     )
+    return logged(context, _suite_result(outcome))
 
 
 @asset_check(
@@ -99,8 +104,13 @@ def raw_events_event_type(
     context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
 ) -> AssetCheckResult:
     _, df = _partition(context, spark, lake)
-    return _suite_result(
-        expectations.run_suite(df, "raw_events_event_type", expectations.event_type_expectations())
+    return logged(
+        context,
+        _suite_result(
+            expectations.run_suite(
+                df, "raw_events_event_type", expectations.event_type_expectations()
+            )
+        ),
     )
 
 
@@ -147,9 +157,15 @@ def raw_events_quarantine_share(
     share = quarantined / total if total else 0.0
     landing_bytes = sum(f.size for f in landing_files(storage, day))
     unreadable_share = unreadable_bytes / landing_bytes if landing_bytes else 0.0
-    return AssetCheckResult(
+    description = (
+        f"{share:.2%} of {total:,} received rows quarantined (limit {config.max_share:.0%}); "
+        f"{unreadable_share:.2%} of landing bytes in {files} unreadable files "
+        f"(limit {config.max_share:.0%})"
+    )
+    result = AssetCheckResult(
         passed=share <= config.max_share and unreadable_share <= config.max_share,
         severity=AssetCheckSeverity.ERROR,
+        description=description,
         metadata={
             "quarantined_pct": round(share * 100, 4),
             "max_quarantined_pct": config.max_share * 100,
@@ -160,6 +176,7 @@ def raw_events_quarantine_share(
             "unreadable_files": files,
         },
     )
+    return logged(context, result)
 
 
 raw_events_checks = [

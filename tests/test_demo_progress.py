@@ -21,7 +21,7 @@ def sketches(events: int) -> int:
 
 @asset_check(asset=sketches)
 def estimation_error() -> AssetCheckResult:
-    return AssetCheckResult(passed=False)
+    return AssetCheckResult(passed=False, description="mean error 9.3% > 3%")
 
 
 def progress_of_one_run() -> list[str]:
@@ -38,7 +38,7 @@ def progress_of_one_run() -> list[str]:
 
 
 def test_each_asset_and_each_check_prints_one_line_with_its_seconds_in_finishing_order():
-    lines = progress_of_one_run()
+    lines = [line for line in progress_of_one_run() if "why:" not in line]
     assert [line.split()[:-2] for line in lines] == [
         ["events"],
         ["sketches"],
@@ -47,3 +47,9 @@ def test_each_asset_and_each_check_prints_one_line_with_its_seconds_in_finishing
     for line in lines:
         *_, seconds, unit = line.split()
         assert unit == "s" and float(seconds) >= 0
+
+
+def test_a_failed_check_says_why_under_its_line():
+    lines = progress_of_one_run()
+    failed = next(i for i, line in enumerate(lines) if "FAILED" in line)
+    assert lines[failed + 1].strip() == "why: mean error 9.3% > 3%"

@@ -15,40 +15,92 @@ import numpy as np
 
 @dataclass(frozen=True)
 class AccuracyBars:
-    """Pass marks (seed 001 production: mean 6%, 40% under 1%, 87% under 10%)."""
+    """Pass marks. An answer in exact mode (every sketch below its capacity) must be exact;
+    answers in estimation mode are judged on their own, so that a mix of mostly exact answers
+    cannot hide poor estimates. Seed 001's production figures: mean 6%, 40% under 1%, 87%
+    under 10%."""
 
-    max_mean_error: float = 0.02
-    min_share_under_1pct: float = 0.60
-    min_share_under_10pct: float = 0.97
+    max_mean_error: float = 0.03
+    min_share_under_1pct: float = 0.35
+    min_share_under_10pct: float = 0.90
     min_bounds_coverage: float = 0.93
+    max_exact_mode_error: float = 0.0
+    min_estimation_answers: int = 20  # fewer are reported, not judged
 
 
 @dataclass(frozen=True)
-class AccuracyReport:
+class ErrorSummary:
+    """Relative errors of a set of answers, and how often their 95% bounds held."""
+
     queries: int
     mean_error: float
     share_under_1pct: float
     share_under_10pct: float
     bounds_coverage: float
-    exact_answers: float
     p50_error: float
     p90_error: float
     p99_error: float
     max_error: float
 
+
+def error_summary(errors: np.ndarray, covered: np.ndarray) -> ErrorSummary | None:
+    if len(errors) == 0:
+        return None
+    return ErrorSummary(
+        queries=len(errors),
+        mean_error=float(errors.mean()),
+        share_under_1pct=float((errors < 0.01).mean()),
+        share_under_10pct=float((errors < 0.10).mean()),
+        bounds_coverage=float(covered.mean()),
+        p50_error=float(np.percentile(errors, 50)),
+        p90_error=float(np.percentile(errors, 90)),
+        p99_error=float(np.percentile(errors, 99)),
+        max_error=float(errors.max()),
+    )
+
+
+@dataclass(frozen=True)
+class AccuracyReport:
+    overall: ErrorSummary
+    exact_mode: ErrorSummary | None
+    estimation_mode: ErrorSummary | None
+
+    @property
+    def exact_answers(self) -> float:
+        """The share of answers in exact mode."""
+        exact = self.exact_mode.queries if self.exact_mode else 0
+        return exact / self.overall.queries
+
     def failures(self, bars: AccuracyBars) -> list[str]:
+        """Each bar missed, with the measured value and the bar."""
         failed = []
-        if self.mean_error > bars.max_mean_error:
-            failed.append(f"mean error {self.mean_error:.2%} > {bars.max_mean_error:.0%}")
-        if self.share_under_1pct < bars.min_share_under_1pct:
-            failed.append(f"{self.share_under_1pct:.1%} under 1% < {bars.min_share_under_1pct:.0%}")
-        if self.share_under_10pct < bars.min_share_under_10pct:
+        exact = self.exact_mode
+        if exact and exact.max_error > bars.max_exact_mode_error:
             failed.append(
-                f"{self.share_under_10pct:.1%} under 10% < {bars.min_share_under_10pct:.0%}"
+                f"exact-mode answers ({exact.queries}): max error {exact.max_error:.2%} > "
+                f"{bars.max_exact_mode_error:.0%}"
             )
-        if self.bounds_coverage < bars.min_bounds_coverage:
+        estimated = self.estimation_mode
+        if estimated is None or estimated.queries < bars.min_estimation_answers:
+            return failed
+        label = f"estimation-mode answers ({estimated.queries})"
+        if estimated.mean_error > bars.max_mean_error:
             failed.append(
-                f"95% bounds hold the exact answer in {self.bounds_coverage:.1%} "
+                f"{label}: mean error {estimated.mean_error:.2%} > {bars.max_mean_error:.0%}"
+            )
+        if estimated.share_under_1pct < bars.min_share_under_1pct:
+            failed.append(
+                f"{label}: {estimated.share_under_1pct:.1%} under 1% error "
+                f"< {bars.min_share_under_1pct:.0%}"
+            )
+        if estimated.share_under_10pct < bars.min_share_under_10pct:
+            failed.append(
+                f"{label}: {estimated.share_under_10pct:.1%} under 10% error "
+                f"< {bars.min_share_under_10pct:.0%}"
+            )
+        if estimated.bounds_coverage < bars.min_bounds_coverage:
+            failed.append(
+                f"{label}: 95% bounds hold the exact answer in {estimated.bounds_coverage:.1%} "
                 f"< {bars.min_bounds_coverage:.0%}"
             )
         return failed
@@ -73,17 +125,14 @@ def accuracy_report(estimates, exacts, lower_bounds, upper_bounds, exact_flags) 
     covered = (np.asarray(lower_bounds) <= exacts + 1e-9) & (
         exacts - 1e-9 <= np.asarray(upper_bounds)
     )
+    exact_mode = np.asarray(exact_flags, dtype=bool)
+    overall = error_summary(errors, covered)
+    if overall is None:
+        raise ValueError("accuracy_report: no answers to judge")
     return AccuracyReport(
-        queries=len(errors),
-        mean_error=float(errors.mean()),
-        share_under_1pct=float((errors < 0.01).mean()),
-        share_under_10pct=float((errors < 0.10).mean()),
-        bounds_coverage=float(covered.mean()),
-        exact_answers=float(np.mean(exact_flags)),
-        p50_error=float(np.percentile(errors, 50)),
-        p90_error=float(np.percentile(errors, 90)),
-        p99_error=float(np.percentile(errors, 99)),
-        max_error=float(errors.max()),
+        overall=overall,
+        exact_mode=error_summary(errors[exact_mode], covered[exact_mode]),
+        estimation_mode=error_summary(errors[~exact_mode], covered[~exact_mode]),
     )
 
 

@@ -3,7 +3,9 @@
 The mix follows what marketers ask (seed 001): single leaves over a few days, unions of
 events, intersections of a large and a small set ("installed AND purchased"), differences
 ("added to cart BUT NOT purchased"), "at least N times" leaves, and attribute filters, in trees
-of one to four leaves.
+of one to four leaves; and intersections and differences of small sets (narrow leaves of the
+smaller event types: one day, an attribute value, at least twice), where a sketch's error
+relative to the answer is largest.
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def sample_queries(
     return [_sample_one(rng, by_app[rng.choice(apps)], days) for _ in range(count)]
 
 
-_SHAPES = ("leaf", "leaf", "union", "intersection", "intersection", "difference", "tree")
+_SHAPES = ("leaf", "leaf", "union", "intersection", "intersection", "difference", "tree", "small")
 
 
 def _sample_one(rng: random.Random, entries: list[CatalogEntry], days: list[date]) -> dict:
@@ -105,6 +107,12 @@ def _sample_one(rng: random.Random, entries: list[CatalogEntry], days: list[date
     if shape in ("intersection", "difference"):
         big, small = _big_and_small(rng, entries)
         return {shape: [leaf(big), leaf(small)]}
+    if shape == "small":
+        smaller = sorted(entries, key=lambda e: (e.users, e.app_id, e.event_type))
+        a, b = rng.sample(smaller[: max(2, len(smaller) // 2)], 2)
+        day = rng.choice(days)
+        narrow = [_narrow_leaf(rng, e, day) for e in (a, b)]
+        return {rng.choice(("intersection", "difference")): narrow}
     a, b, c = (rng.choice(entries) for _ in range(3))
     inner = {rng.choice(("union", "intersection")): [leaf(a), leaf(b)]}
     return {rng.choice(("intersection", "difference")): [inner, leaf(c)]}
@@ -121,6 +129,23 @@ def _big_and_small(
 ) -> tuple[CatalogEntry, CatalogEntry]:
     a, b = rng.sample(entries, 2)
     return (a, b) if a.users >= b.users else (b, a)
+
+
+def _narrow_leaf(rng: random.Random, entry: CatalogEntry, day: date) -> dict:
+    """One day of an event type, narrowed by an attribute value when it has one, else by a
+    minimum count: a small set."""
+    leaf: dict = {
+        "app_id": entry.app_id,
+        "event_type": entry.event_type,
+        "date_from": day.isoformat(),
+        "date_to": day.isoformat(),
+    }
+    if entry.attributes:
+        name = rng.choice(sorted(entry.attributes))
+        leaf["attributes"] = {name: rng.choice(entry.attributes[name])}
+    else:
+        leaf["min_count"] = 2
+    return leaf
 
 
 def _leaf(rng: random.Random, entry: CatalogEntry, date_from: date, date_to: date) -> dict:

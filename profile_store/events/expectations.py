@@ -28,6 +28,26 @@ class SuiteOutcome:
     def failed(self) -> list[str]:
         return [e["expectation"] for e in self.expectations if not e["success"]]
 
+    def summary(self) -> str:
+        """Each failed expectation with its measured figures, or that all were met."""
+        failures = [_describe(e) for e in self.expectations if not e["success"]]
+        return "; ".join(failures) or f"all {len(self.expectations)} expectations met"
+
+
+def _describe(outcome: dict) -> str:
+    name = outcome["expectation"]
+    if outcome.get("column"):
+        name += f"({outcome['column']})"
+    if outcome.get("unexpected_count") is not None:
+        total = outcome.get("element_count")
+        of = f" of {total:,}" if total is not None else ""
+        examples = outcome.get("partial_unexpected_list") or []
+        shown = f", e.g. {examples[:3]}" if examples else ""
+        return f"{name}: {outcome['unexpected_count']:,}{of} rows unexpected{shown}"
+    if outcome.get("observed_value") is not None:
+        return f"{name}: observed {outcome['observed_value']}"
+    return f"{name}: not met"
+
 
 @functools.lru_cache(maxsize=1)
 def _spark_batch_definition():

@@ -84,17 +84,66 @@ def test_sampler_is_deterministic_and_parses():
     assert all(days[0] <= x.date_from <= x.date_to <= days[-1] for x in all_leaves)
 
 
+def test_the_mix_has_intersections_and_differences_of_small_one_day_sets():
+    catalog = [
+        CatalogEntry("shop", "view", 1000, {"color": ["red", "blue"]}),
+        CatalogEntry("shop", "buy", 50, {}),
+        CatalogEntry("shop", "refund", 5, {}),
+    ]
+    days = [date(2026, 11, d) for d in range(1, 8)]
+    small = [
+        tree
+        for tree in sample_queries(catalog, days, 200, seed=3)
+        for operator in ("intersection", "difference")
+        if operator in tree
+        and all(leaf.get("date_from", 0) == leaf.get("date_to") for leaf in tree[operator])
+        and all(leaf.get("attributes") or leaf.get("min_count") for leaf in tree[operator])
+    ]
+    assert small
+    named = {leaf["event_type"] for tree in small for op in tree.values() for leaf in op}
+    assert "view" not in named  # the smaller half of the event types
+
+
 def test_relative_error_handles_empty_exact_answers():
     errors = relative_errors(np.array([0.0, 3.0, 110.0]), np.array([0.0, 0.0, 100.0]))
     assert errors.tolist() == [0.0, 1.0, pytest.approx(0.1)]
 
 
-def test_accuracy_report_names_every_failed_bar():
-    report = accuracy_report([100, 150], [100, 100], [90, 140], [110, 160], [True, False])
-    assert report.mean_error == pytest.approx(0.25)
-    assert report.bounds_coverage == 0.5
-    failures = report.failures(AccuracyBars())
-    assert len(failures) == 4 and "mean error" in failures[0]
+def judged(answers: list[tuple[float, float, bool]]) -> list[str]:
+    """(estimate, exact, exact mode) answers with +-5% bounds, judged on the default bars."""
+    estimates, exacts, modes = (list(column) for column in zip(*answers, strict=True))
+    lower = [e * 0.95 for e in estimates]
+    upper = [e * 1.05 for e in estimates]
+    return accuracy_report(estimates, exacts, lower, upper, modes).failures(AccuracyBars())
+
+
+def test_an_exact_mode_answer_that_is_not_exact_fails_the_bars():
+    failures = judged([(100, 100, True), (101, 100, True)])
+    assert failures == ["exact-mode answers (2): max error 1.00% > 0%"]
+
+
+def test_estimation_mode_answers_are_judged_apart_from_exact_ones():
+    # 180 exact answers dilute the mean of all to 0.9%: only the estimation-mode set shows 9%.
+    answers = [(1000, 1000, True)] * 180 + [(10900, 10000, False)] * 20
+    failures = judged(answers)
+    assert "estimation-mode answers (20): mean error 9.00% > 3%" in failures
+    assert "estimation-mode answers (20): 0.0% under 1% error < 35%" in failures
+
+
+def test_every_missed_bar_is_named_with_its_measured_value():
+    failures = judged([(10000, 13000, False)] * 25)
+    assert [f.split(": ", 1)[1] for f in failures] == [
+        "mean error 23.08% > 3%",
+        "0.0% under 1% error < 35%",
+        "0.0% under 10% error < 90%",
+        "95% bounds hold the exact answer in 0.0% < 93%",
+    ]
+
+
+def test_too_few_estimation_mode_answers_are_reported_not_judged():
+    report = accuracy_report([10900] * 5, [10000] * 5, [0] * 5, [1e9] * 5, [False] * 5)
+    assert report.estimation_mode.mean_error == pytest.approx(0.09)
+    assert report.failures(AccuracyBars()) == []
 
 
 DECISIONS = "app_id string, event_type string, attribute string, kept boolean, date string"
