@@ -25,7 +25,7 @@ from profile_store.audiences.attribute_stats import (
     trim_decisions,
 )
 from profile_store.audiences.rowkey import built_day_rowkey, day_component
-from profile_store.audiences.sketch_rows import day_sketch_rows
+from profile_store.audiences.sketch_rows import MAX_PAIR_ROWS, day_sketch_rows
 from profile_store.audiences.sketch_table import BUILT, SKETCH_TABLE, ensure_table
 from profile_store.audiences.sketch_writer import remove_stale_rows, write_sketch_rows
 from profile_store.lake_layout import (
@@ -159,6 +159,13 @@ class SketchConfig(Config):
         description="log2 of the theta sketch size k: relative standard error ~ 1/sqrt(k).",
     )
     batch_size: int = Field(default=500, description="HBase puts per Thrift batch.")
+    max_pair_rows: int = Field(
+        default=MAX_PAIR_ROWS,
+        description=(
+            "Pair rows (two-attribute leaves in one multi-get) for attribute pairs with at most "
+            "this many value pairs a day; 0 builds none."
+        ),
+    )
 
 
 @asset(
@@ -184,7 +191,9 @@ def audience_sketches(
     session = spark.spark_session
     events = session.read.parquet(storage.spark_uri(events_day(day)))
     decisions = session.read.parquet(storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, day)))
-    rows = day_sketch_rows(events, decisions, day_component(day), config.lg_k).persist()
+    rows = day_sketch_rows(
+        events, decisions, day_component(day), config.lg_k, config.max_pair_rows
+    ).persist()
     try:
         with hbase.connection() as connection:
             ensure_table(connection, SKETCH_TABLE)
@@ -217,6 +226,8 @@ def audience_sketches(
             "aggregate_rows": kinds["aggregate"],
             "marginal_rows": kinds["marginal"],
             "kept_marker_rows": kinds["kept_marker"],
+            "pair_rows": kinds["pair"],
+            "pair_marker_rows": kinds["pair_marker"],
             "stale_rows_removed": removed,
             "events": sum(r.events for r in keys if r.row_kind == "aggregate"),
             "lg_k": config.lg_k,

@@ -6,7 +6,9 @@ Each leaf is ONE HBase round trip:
 - filtering on one attribute, one multi-get of the days' marginal rows of that value and the
   attribute's kept markers (a missing marker means trimmed or not built: the leaf then takes
   the scan below, which names the days; so do tables written before marginal rows existed);
-- filtering on several attributes, one scan over the contiguous date range (key order is app,
+- filtering on two attributes, one multi-get of the days' pair rows of those values and the
+  attribute pair's markers (a missing marker, as for marginals, sends the leaf to the scan);
+- filtering on more attributes, one scan over the contiguous date range (key order is app,
   event, day), filtered server-side on the attribute columns, with the day's aggregate rows
   riding along to prove that every day in range was built and kept the filtered attributes.
 
@@ -41,6 +43,8 @@ from profile_store.audiences.rowkey import (
     kept_marker_rowkey,
     leaf_scan_range,
     marginal_rowkey,
+    pair_marker_rowkey,
+    pair_rowkey,
     parse_rowkey,
 )
 from profile_store.audiences.sketch_algebra import evaluate, union_theta, users_with_min_count
@@ -50,6 +54,7 @@ from profile_store.audiences.sketch_table import (
     COUNTS,
     KEPT,
     KEPT_MARKER,
+    PAIR_MARKER,
     THETA,
     attribute_column,
 )
@@ -117,6 +122,8 @@ class AudienceEngine:
 
     ``union_lg_k`` bounds the entries a union or ``min_count`` result keeps (2^union_lg_k); it
     should be at least the build's lg_k, and larger only costs memory and CPU per query.
+    ``read_pair_rows=False`` answers two-attribute leaves by the scan, as before pair rows
+    existed (for comparisons).
     """
 
     def __init__(
@@ -125,6 +132,7 @@ class AudienceEngine:
         union_lg_k: int = UNION_LG_K,
         limits: QueryLimits | None = None,
         min_retained_for_estimate: int = 32,
+        read_pair_rows: bool = True,
     ) -> None:
         if not 4 <= union_lg_k <= 26:
             raise ValueError(f"union_lg_k: must be between 4 and 26, got {union_lg_k}")
@@ -132,6 +140,7 @@ class AudienceEngine:
         self.union_lg_k = union_lg_k
         self.limits = limits or QueryLimits()
         self.min_retained = min_retained_for_estimate
+        self.read_pair_rows = read_pair_rows
 
     def estimate(self, tree: dict) -> AudienceEstimate:
         started = time.perf_counter()
@@ -174,6 +183,10 @@ class AudienceEngine:
             marginals = self._read_marginals(table, leaf, sketch_column)
             if marginals is not None:
                 return marginals
+        if len(leaf.attributes) == 2 and self.read_pair_rows:
+            pairs = self._read_pairs(table, leaf, sketch_column)
+            if pairs is not None:
+                return pairs
         return self._scan_combinations(table, leaf, sketch_column)
 
     def _scan_combinations(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead:
@@ -223,6 +236,24 @@ class AudienceEngine:
         markers = [kept_marker_rowkey(leaf.app_id, leaf.event_type, day, name) for day in days]
         values = [marginal_rowkey(leaf.app_id, leaf.event_type, day, name, value) for day in days]
         found = dict(table.rows(markers + values, columns=[sketch_column, KEPT_MARKER]))
+        if not all(key in found for key in markers):
+            return None
+        blobs = [found[key][sketch_column] for key in values if key in found]
+        return self._union(leaf, blobs, len(found))
+
+    def _read_pairs(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead | None:
+        """A two-attribute leaf: its days' pair rows and pair markers, one multi-get.
+
+        None when a day lacks its marker (its attribute pair had too many value pairs for pair
+        rows, or the day is not built): the scan path then answers, or explains which days
+        cannot.
+        """
+        first, second = sorted(leaf.attributes)
+        days = leaf.days()
+        app, event = leaf.app_id, leaf.event_type
+        markers = [pair_marker_rowkey(app, event, day, (first, second)) for day in days]
+        values = [pair_rowkey(app, event, day, leaf.attributes) for day in days]
+        found = dict(table.rows(markers + values, columns=[sketch_column, PAIR_MARKER]))
         if not all(key in found for key in markers):
             return None
         blobs = [found[key][sketch_column] for key in values if key in found]

@@ -4,12 +4,16 @@
 app|event_type|yyyymmdd|attr_hash16          one kept-attribute combination (or the aggregate)
 app|event_type|yyyymmdd|~|attribute          marker: the attribute was kept that day
 app|event_type|yyyymmdd|~|attribute|value    marginal: every user with attribute = value
+app|event_type|yyyymmdd|~~|a1|a2             marker: the day has pair rows of (a1, a2)
+app|event_type|yyyymmdd|~~|a1|a2|v1|v2       pair: every user with a1 = v1 and a2 = v2 on
+                                             one event (a1 < a2)
 |built|yyyymmdd                              marker: every row of the day is written
 ```
 
 Event before date, so that one leaf's whole date range is ONE contiguous scan; every row of a
 day shares the day's prefix, so re-materializing a day finds all of its earlier rows. ``~``
-sorts after the hex hashes: the marginal rows of a day follow its combinations. Names and
+sorts after the hex hashes: the marginal rows of a day follow its combinations, and the pair
+rows (``~~``, since ``~`` sorts after ``|``) follow the marginals. Names and
 values are percent-encoded (``%`` and ``|`` only), which keeps keys readable in the HBase shell
 while making ``|`` a true separator: no name can run into the next component. An app id is never
 empty, so no sketch row starts with ``|``: the built-day markers have that corner of the key
@@ -24,6 +28,7 @@ from urllib.parse import unquote
 SEPARATOR = "|"
 AGGREGATE_HASH = "0" * 16
 MARGINAL_MARK = "~"
+PAIR_MARK = "~~"
 
 
 def encode_component(value: str) -> str:
@@ -71,6 +76,24 @@ def marginal_rowkey(app_id: str, event_type: str, day: date, attribute: str, val
         kept_marker_rowkey(app_id, event_type, day, attribute)
         + (SEPARATOR + encode_value(value)).encode()
     )
+
+
+def pair_marker_rowkey(
+    app_id: str, event_type: str, day: date, attributes: tuple[str, str]
+) -> bytes:
+    """The row proving that ``day`` has the pair rows of two kept attributes (sorted names)."""
+    first, second = attributes
+    if not first < second:
+        raise ValueError(f"pair attributes: expected two names in order, got {attributes!r}")
+    names = SEPARATOR.join((PAIR_MARK, encode_component(first), encode_component(second)))
+    return day_prefix(app_id, event_type, day) + names.encode()
+
+
+def pair_rowkey(app_id: str, event_type: str, day: date, filters: dict[str, str]) -> bytes:
+    """The row of every user of (app, event, day) with both attribute values on one event."""
+    first, second = sorted(filters)
+    values = SEPARATOR + encode_value(filters[first]) + SEPARATOR + encode_value(filters[second])
+    return pair_marker_rowkey(app_id, event_type, day, (first, second)) + values.encode()
 
 
 def built_day_rowkey(day: date) -> bytes:

@@ -5,20 +5,28 @@ users, a tuple sketch of events per user (summed), the kept attributes themselve
 One more row per (app, event type) aggregates all combinations: it answers leaves without
 attribute filters with a single row. One marginal row per kept (attribute, value) does the same
 for leaves filtering on one attribute, and a kept marker per attribute proves the marginals of
-the day complete. Aggregates and marginals are unions of the combination sketches, so the
-events are read once.
+the day complete. One pair row per two kept attributes' values seen on one event does the same
+for leaves filtering on two attributes (a marker per attribute pair proves them complete), for
+every attribute pair whose value pairs of the day stay within ``MAX_PAIR_ROWS``: beyond that, a
+two-attribute leaf scans the day's combinations as any other multi-attribute leaf does.
+Aggregates, marginals and pairs are unions of the combination sketches, so the events are read
+once.
 """
 
 from __future__ import annotations
 
 from datasketches import AccumulatorPolicy, update_theta_sketch, update_tuple_sketch
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from profile_store.audiences.rowkey import AGGREGATE_HASH, MARGINAL_MARK
+from profile_store.audiences.rowkey import AGGREGATE_HASH, MARGINAL_MARK, PAIR_MARK
 from profile_store.audiences.tuple_serde import SERDE
 
 DEFAULT_LG_K = 12
+MAX_PAIR_ROWS = 2_000
+"""Value pairs of one attribute pair on one day, at most, to get pair rows. A two-attribute
+leaf then reads one row per day instead of scanning every combination row of its days; an
+attribute pair with more value pairs costs more rows than the scan it saves."""
 
 
 def _escaped(column: str | Column) -> Column:
@@ -29,9 +37,14 @@ def _escaped(column: str | Column) -> Column:
 def _rowkey(day_text: str) -> Column:
     """``app|event|day|`` and the row kind's own suffix (see rowkey.py)."""
     marker = F.concat_ws("|", F.lit(MARGINAL_MARK), _escaped("attribute"))
+    pair_marker = F.concat_ws("|", F.lit(PAIR_MARK), _escaped("attribute"), _escaped("attribute2"))
+    pair = F.concat_ws("|", pair_marker, _escaped("value"), _escaped("value2"))
+    kind = F.col("row_kind")
     suffix = (
-        F.when(F.col("row_kind") == "marginal", F.concat_ws("|", marker, _escaped("value")))
-        .when(F.col("row_kind") == "kept_marker", marker)
+        F.when(kind == "marginal", F.concat_ws("|", marker, _escaped("value")))
+        .when(kind == "kept_marker", marker)
+        .when(kind == "pair", pair)
+        .when(kind == "pair_marker", pair_marker)
         .otherwise(F.col("attr_hash"))
     )
     return F.concat_ws("|", _escaped("app_id"), _escaped("event_type"), F.lit(day_text), suffix)
@@ -141,6 +154,76 @@ def union_sketches(combinations: DataFrame, kept: DataFrame, lg_k: int = DEFAULT
     )
 
 
+def _ordered_pairs(items: Column) -> Column:
+    """Every two elements of an array, in array order: ``(first, second)`` structs; an array
+    of fewer than two has none."""
+    size = F.size(items)
+    pairs = F.flatten(
+        F.transform(
+            F.sequence(F.lit(0), size - 2),
+            lambda i: F.transform(
+                F.sequence(i + 1, size - 1),
+                lambda j: F.struct(items[i].alias("first"), items[j].alias("second")),
+            ),
+        )
+    )
+    return F.when(size >= 2, pairs)
+
+
+_PAIR_NAMES = ["app_id", "event_type", "attribute", "attribute2"]
+
+
+def pair_sketches(
+    combinations: DataFrame,
+    kept: DataFrame,
+    lg_k: int = DEFAULT_LG_K,
+    max_pair_rows: int = MAX_PAIR_ROWS,
+) -> tuple[DataFrame, DataFrame]:
+    """Pair rows and pair markers of a day.
+
+    Pair rows: sketches per (app, event, two kept attributes' values seen on one event), for
+    the attribute pairs with at most ``max_pair_rows`` value pairs that day. Markers: every two
+    attributes kept that day except those over the limit (two attributes never seen on one
+    event have a marker and no rows: such a leaf counts zero users).
+    """
+    entries = combinations.select(
+        "app_id",
+        "event_type",
+        F.explode(_ordered_pairs(F.col("combination"))).alias("pair"),
+        "theta",
+        "counts",
+        "events",
+    ).select(
+        "app_id",
+        "event_type",
+        F.col("pair.first.key").alias("attribute"),
+        F.col("pair.first.value").alias("value"),
+        F.col("pair.second.key").alias("attribute2"),
+        F.col("pair.second.value").alias("value2"),
+        "theta",
+        "counts",
+        "events",
+    )
+    unions = entries.groupBy(*_PAIR_NAMES, "value", "value2").agg(
+        F.theta_union_agg("theta", lg_k).alias("theta"),
+        F.tuple_union_agg_integer("counts", lg_k, "sum").alias("counts"),
+        F.sum("events").alias("events"),
+    )
+    value_pairs = F.count(F.lit(1)).over(Window.partitionBy(*_PAIR_NAMES))
+    counted = unions.withColumn("value_pairs", value_pairs)
+    rows = counted.where(F.col("value_pairs") <= max_pair_rows).drop("value_pairs")
+    too_many = counted.where(F.col("value_pairs") > max_pair_rows).select(*_PAIR_NAMES)
+    markers = (
+        kept.select(
+            "app_id", "event_type", F.explode(_ordered_pairs(F.col("kept_attributes"))).alias("p")
+        )
+        .select("app_id", "event_type", F.col("p.first").alias("attribute"),
+                F.col("p.second").alias("attribute2"))
+        .join(too_many.distinct(), _PAIR_NAMES, "left_anti")
+    )  # fmt: skip
+    return rows, markers
+
+
 def kept_markers(kept: DataFrame) -> DataFrame:
     """One row per (app, event type, attribute kept that day)."""
     return kept.select("app_id", "event_type", F.explode("kept_attributes").alias("attribute"))
@@ -151,6 +234,8 @@ _COLUMNS = {
     "combination": "array<struct<key:string,value:string>>",
     "attribute": "string",
     "value": "string",
+    "attribute2": "string",
+    "value2": "string",
     "theta": "binary",
     "counts": "binary",
     "events": "bigint",
@@ -170,7 +255,11 @@ def _as_rows(frame: DataFrame, kind: str | None = None) -> DataFrame:
 
 
 def day_sketch_rows(
-    events: DataFrame, decisions: DataFrame, day_text: str, lg_k: int = DEFAULT_LG_K
+    events: DataFrame,
+    decisions: DataFrame,
+    day_text: str,
+    lg_k: int = DEFAULT_LG_K,
+    max_pair_rows: int = MAX_PAIR_ROWS,
 ) -> DataFrame:
     """Every sketch row of a day with its HBase row key (``day_text`` is ``yyyymmdd``).
 
@@ -181,10 +270,13 @@ def day_sketch_rows(
     # Computed here, once: the aggregate and marginal rows union these (one row per
     # combination), and Spark would otherwise aggregate the events again for them.
     combinations = combination_sketches(events, kept, lg_k).localCheckpoint(eager=True)
+    pairs, pair_markers = pair_sketches(combinations, kept, lg_k, max_pair_rows)
     rows = (
         _as_rows(combinations, "combination")
         .unionByName(_as_rows(union_sketches(combinations, kept, lg_k)))
         .unionByName(_as_rows(kept_markers(kept), "kept_marker"))
+        .unionByName(_as_rows(pairs, "pair"))
+        .unionByName(_as_rows(pair_markers, "pair_marker"))
     )
     return rows.select(
         _rowkey(day_text).alias("rowkey"),
@@ -195,6 +287,8 @@ def day_sketch_rows(
         "combination",
         "attribute",
         "value",
+        "attribute2",
+        "value2",
         "theta",
         "counts",
         "events",

@@ -11,10 +11,11 @@ m:agg      "1" on the aggregate row of (app, event, day)
 m:kept     on the aggregate row: JSON list of the attributes kept that day
 m:attr     on the kept marker row of (app, event, day, attribute): the attribute's name
 m:built    on the built-day row of a day: the number of (app, event type) pairs written
+m:pair     on the pair marker row of (app, event, day, a1, a2): JSON [a1, a2]
 ```
 
-Marginal rows (one per kept attribute and value) carry the ``s:`` and the count columns but no
-``a:`` columns, so the server-side filters of multi-attribute scans never select them.
+Marginal and pair rows carry the ``s:`` and the count columns but no ``a:`` columns, so the
+server-side filters of multi-attribute scans never select them.
 """
 
 from __future__ import annotations
@@ -34,8 +35,9 @@ AGGREGATE_MARK = b"m:agg"
 KEPT = b"m:kept"
 KEPT_MARKER = b"m:attr"
 BUILT = b"m:built"
+PAIR_MARKER = b"m:pair"
 
-ROW_KINDS = ("combination", "aggregate", "marginal", "kept_marker")
+ROW_KINDS = ("combination", "aggregate", "marginal", "kept_marker", "pair", "pair_marker")
 
 
 def attribute_column(name: str) -> bytes:
@@ -55,6 +57,8 @@ def row_cells(row: dict) -> dict[bytes, bytes]:
         raise ValueError(f"row_kind: expected one of {ROW_KINDS}, got {kind!r}")
     if kind == "kept_marker":
         return {KEPT_MARKER: row["attribute"].encode()}
+    if kind == "pair_marker":
+        return {PAIR_MARKER: json.dumps([row["attribute"], row["attribute2"]]).encode()}
     cells = {
         THETA: bytes(row["theta"]),
         COUNTS: bytes(row["counts"]),

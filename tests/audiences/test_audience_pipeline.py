@@ -190,10 +190,10 @@ def test_the_sketch_asset_reports_its_rows_by_kind(built, lake_root, hbase):
     assert metadata["aggregate_rows"] == 3  # view, cart, buy
     assert metadata["kept_marker_rows"] == 6  # color and size of each
     assert metadata["marginal_rows"] == 3 * (5 + 3)
-    assert metadata["dagster/row_count"] == sum(
-        metadata[kind]
-        for kind in ("combination_rows", "aggregate_rows", "marginal_rows", "kept_marker_rows")
-    )
+    assert metadata["pair_marker_rows"] == 3  # (color, size) of each
+    assert 0 < metadata["pair_rows"] <= 3 * 5 * 3
+    kinds = ("combination", "aggregate", "marginal", "kept_marker", "pair", "pair_marker")
+    assert metadata["dagster/row_count"] == sum(metadata[f"{kind}_rows"] for kind in kinds)
 
 
 def test_a_pair_absent_on_built_days_counts_zero_users_there(
