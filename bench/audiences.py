@@ -41,6 +41,7 @@ from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.query_sampler import build_catalog, sample_queries
 from profile_store.audiences.rowkey import day_component
 from profile_store.audiences.sketch_rows import (
+    DEFAULT_LG_K,
     day_sketch_rows,
     kept_attribute_lists,
     kept_combination,
@@ -162,6 +163,9 @@ def main() -> int:
     parser.add_argument("--events-per-day", type=int, default=350_000)
     parser.add_argument("--queries", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--lg-k", type=int, default=DEFAULT_LG_K, help="sketch size (log2 of k) of the build"
+    )
     parser.add_argument("--work-dir", type=Path, default=Path("data/bench-audiences"))
     parser.add_argument(
         "--against-apache",
@@ -209,7 +213,7 @@ def main() -> int:
             decisions = spark.read.parquet(decisions_uri)
 
             t0 = time.perf_counter()
-            rows = day_sketch_rows(events, decisions, day_component(day))
+            rows = day_sketch_rows(events, decisions, day_component(day), args.lg_k)
             rows.write.format("noop").mode("overwrite").save()
             build["spark_s"] += time.perf_counter() - t0
 

@@ -52,9 +52,7 @@ def write_clicks(path: Path, target_bytes: int, rng: np.random.Generator) -> int
     with pacsv.CSVWriter(path, schema) as writer:
         while path.stat().st_size < target_bytes:
             seconds = START_SECONDS + rng.integers(0, 4 * 86_400, CHUNK_ROWS)
-            times = pc.strftime(
-                pa.array(seconds * 1_000_000, pa.timestamp("us")), format="%Y-%m-%d %H:%M:%S"
-            )
+            times = pc.strftime(pa.array(seconds, pa.timestamp("s")), format="%Y-%m-%d %H:%M:%S")
             columns = [
                 pa.array(rng.integers(1, 300_000, CHUNK_ROWS)),
                 pa.array(rng.zipf(1.6, CHUNK_ROWS) % 700),

@@ -67,7 +67,9 @@ def import_source(
     try:
         emit(f"[2/3] checking the staged lines with the ingest rules ({elapsed(started)})")
         with spark_progress(spark, "checking", emit=emit):
-            check = check_staged(spark, storage, staged, rules)
+            check = check_staged(
+                spark, storage, staged, rules, ids_may_repeat=mapping.event_id is not None
+            )
         for line in check_report(check):
             emit(line)
         if dry_run:
@@ -161,6 +163,11 @@ def _import_command(args: argparse.Namespace) -> int:
         print(f"lake: {lake.root}", flush=True)
         spark = spark_resource_from_env(env, also_reads=[args.source]).spark_session
         result = import_source(spark, lake.storage(), args.source, mapping, dry_run=args.dry_run)
+        if not result.check.days and result.check.unplaced:
+            raise MappingError(
+                f"event_time: no line of {args.source} has a time that parses as "
+                f"{mapping.event_time.format!r}: nothing imported"
+            )
     except MappingError as error:
         print(f"profiles import: {error}", file=sys.stderr)
         return EXIT_INPUT

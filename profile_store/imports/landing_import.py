@@ -121,9 +121,15 @@ def _staged_lines(spark: SparkSession, storage: LakeStorage, staged: str) -> Dat
 
 
 def check_staged(
-    spark: SparkSession, storage: LakeStorage, staged: str, rules: ValidationRules
+    spark: SparkSession,
+    storage: LakeStorage,
+    staged: str,
+    rules: ValidationRules,
+    ids_may_repeat: bool = True,
 ) -> ImportCheck:
-    """Count each day's lines and what the ingest rules would quarantine (one pass)."""
+    """Count each day's lines and what the ingest rules would quarantine (one pass), and, when
+    ``ids_may_repeat`` (the ids come from the source), the event_ids repeated within a day (a
+    second pass; derived ids are unique by construction)."""
     lines = _staged_lines(spark, storage, staged).withColumn(SOURCE_FILE, F.input_file_name())
     checked = check_lines(lines, None, rules)
     rejected = F.col("reason").isNotNull()
@@ -150,6 +156,8 @@ def check_staged(
             day.quarantined[row["reason"]] = row["count"]
             report.examples.setdefault(row["reason"], row["detail"])
     report.days = [days[d] for d in sorted(days)]
+    if not ids_may_repeat:
+        return report
     report.repeated_event_ids = (
         checked.where(F.col(DAY).isNotNull() & F.col("reason").isNull())
         .groupBy(DAY, "event_id")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pyspark.sql import Column, DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampNTZType, TimestampType
 
@@ -159,25 +159,45 @@ def _string_map(columns: dict[str, str]) -> Column | None:
     )
 
 
-def derived_event_id(source: DataFrame) -> Column:
+OCCURRENCE = "_occurrence"
+
+
+def with_occurrences(source: DataFrame) -> DataFrame:
+    """The source with ``_occurrence``: 1, 2 ... among rows identical in every column.
+
+    Counted by one hash aggregation over the rows' content (no sort), then each distinct row
+    repeated as often as it occurred: the same multiset of rows, each copy numbered.
+    """
+    columns = [_column(c) for c in source.columns]
+    counted = source.groupBy(*columns).agg(F.count(F.lit(1)).alias("_copies"))
+    return counted.select(
+        *columns, F.explode(F.sequence(F.lit(1), F.col("_copies"))).alias(OCCURRENCE)
+    )
+
+
+def derived_event_id(source_columns: list[str]) -> Column:
     """A stable id from the row itself: the hash of its content and its occurrence number.
 
     Identical rows (two clicks in one second) stay two events (``...-1``, ``...-2``); the same
     source imported again gives the same ids, whatever its file order or splits.
     """
-    content = F.sha2(F.to_json(F.struct(*[_column(c) for c in source.columns])), 256)
-    occurrence = F.row_number().over(Window.partitionBy(content).orderBy(content))
-    return F.concat(F.substring(content, 1, 32), F.lit("-"), occurrence.cast("string"))
+    content = F.sha2(F.to_json(F.struct(*[_column(c) for c in source_columns])), 256)
+    return F.concat(F.substring(content, 1, 32), F.lit("-"), F.col(OCCURRENCE).cast("string"))
 
 
 def landing_lines(source: DataFrame, mapping: ImportMapping) -> DataFrame:
     """``line`` (the event as a landing JSON line) and ``date`` (its UTC day, null when the
     time does not parse: such a line keeps the source's text as its event time)."""
     mapping.check_columns(source.columns)
+    source_columns = source.columns
+    if mapping.event_id is None:
+        source = with_occurrences(source)
     event_ts = event_timestamp(source, mapping.event_time)
     raw_time = _column(mapping.event_time.column).cast("string")
     fields = {
-        "event_id": _text(mapping.event_id) if mapping.event_id else derived_event_id(source),
+        "event_id": (
+            _text(mapping.event_id) if mapping.event_id else derived_event_id(source_columns)
+        ),
         "app_id": _text(mapping.app_id),
         "user_id": _text(mapping.user_id),
         "id_type": _text(mapping.id_type),

@@ -2,8 +2,9 @@
 
 The source is ``CDNOW_master.txt`` as the ``lifetimes`` package ships it (MIT). Its first two
 days are imported with ``examples/cdnow.yaml``, run through every asset and check with
-``profiles run`` (as the UI would; the partitions start in 1997 for it), and a fixed set of audience questions answered from HBase is
-compared with exact answers that DuckDB computes from the source file itself.
+``profiles run`` (as the UI would; the partitions start in 1997 for it), and a fixed set of
+audience questions answered from HBase is compared with exact answers that DuckDB computes from
+the source file itself.
 """
 
 from __future__ import annotations

@@ -273,3 +273,15 @@ def test_the_command_names_a_missing_source_and_exits_2(spark, tmp_path, capsys)
     args = ["import", missing, "--mapping", str(tmp_path / "m.json"), "--lake", str(tmp_path)]
     assert main(args) == 2
     assert f"{missing}: no such file or directory" in capsys.readouterr().err
+
+
+def test_the_command_exits_2_when_no_time_parses_with_the_format(spark, tmp_path, capsys):
+    from profile_store.cli import main
+
+    (tmp_path / "clicks.csv").write_text("ip,app,click_time\n1,3,06/11/2017 14:32\n")
+    mapping = {**CLICK_MAPPING, "attributes": []}
+    (tmp_path / "m.json").write_text(json.dumps(mapping))
+    args = ["import", str(tmp_path / "clicks.csv"), "--mapping", str(tmp_path / "m.json")]
+    assert main([*args, "--lake", str(tmp_path / "lake")]) == 2
+    assert "no line of" in capsys.readouterr().err
+    assert not (tmp_path / "lake" / "landing").exists()
