@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+import boto3
 import happybase
 import pyarrow.parquet as pq
 
@@ -24,6 +25,11 @@ from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.lake_layout import GROUND_TRUTH, LANDING
 
 DAYS = ("2026-11-01", "2026-11-02", "2026-11-03")  # the last one without events
+S3_CREDENTIALS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_REGION": "us-east-1",
+}  # the moto server's; a user's come from the usual AWS environment
 EVENTS_PER_DAY = 5_000  # above the size where the sample's shared logins fall under the guard
 LAKE = "<lake>"
 
@@ -133,3 +139,14 @@ def differences(expected: dict, actual: dict, limit: int = 5) -> list[str]:
         if expected[name] != actual[name]:
             found.append(f"{name}: contents differ")
     return found[:limit]
+
+
+def s3_client(endpoint: str):
+    """A boto3 client of the test S3 server, with the credentials the Spark side gets."""
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=S3_CREDENTIALS["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=S3_CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
+        region_name=S3_CREDENTIALS["AWS_REGION"],
+    )

@@ -19,20 +19,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import boto3
 import pytest
-from pipeline_runs import differences, hbase_tables, lake_datasets, run_pipeline
+from pipeline_runs import (
+    S3_CREDENTIALS,
+    differences,
+    hbase_tables,
+    lake_datasets,
+    run_pipeline,
+    s3_client,
+)
 
 from profile_store.lake_layout import GROUND_TRUTH, LANDING
 from profile_store.spark_standalone import SparkStandalone
 
 BUCKET = "s3a-lake"
 PREFIX = "tenant-a/lake"
-CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_REGION": "us-east-1",
-}
+CREDENTIALS = S3_CREDENTIALS
 
 
 def upload(client, source: Path, prefix: str) -> None:
@@ -59,13 +61,7 @@ def download(client, prefix: str, target: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def cluster_run(generated_days, s3_endpoint, tmp_path_factory):
     """(the run, the bucket's keys, the cluster's finished applications)."""
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint,
-        aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-        region_name=CREDENTIALS["AWS_REGION"],
-    )
+    client = s3_client(s3_endpoint)
     client.create_bucket(Bucket=BUCKET)
     upload(client, generated_days / LANDING, PREFIX)
     upload(client, generated_days / GROUND_TRUTH, PREFIX)

@@ -14,19 +14,15 @@ import os
 import subprocess
 import sys
 
-import boto3
 import pytest
+from pipeline_runs import S3_CREDENTIALS, s3_client
 
 from profile_store.imports.cli import import_source
 from profile_store.imports.mapping import parse_mapping
 from profile_store.lake_storage import LocalLakeStorage
 
 BUCKET = "import-on-s3"
-CREDENTIALS = {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_REGION": "us-east-1",
-}
+CREDENTIALS = S3_CREDENTIALS
 CLICKS = """ip,app,os,click_time
 83230,3,13,2017-11-06 14:32:21
 17357,3,19,2017-11-06 23:33:34
@@ -56,13 +52,7 @@ def day_lines(read, keys: list[str]) -> dict[str, list[dict]]:
 @pytest.fixture(scope="module")
 def s3_import(s3_endpoint, tmp_path_factory):
     """The command's exit and output, and the bucket's keys under the lake afterwards."""
-    client = boto3.client(
-        "s3",
-        endpoint_url=s3_endpoint,
-        aws_access_key_id=CREDENTIALS["AWS_ACCESS_KEY_ID"],
-        aws_secret_access_key=CREDENTIALS["AWS_SECRET_ACCESS_KEY"],
-        region_name=CREDENTIALS["AWS_REGION"],
-    )
+    client = s3_client(s3_endpoint)
     client.create_bucket(Bucket=BUCKET)
     client.put_object(Bucket=BUCKET, Key="exports/clicks-1.csv", Body=CLICKS.encode())
     work = tmp_path_factory.mktemp("s3_import")
