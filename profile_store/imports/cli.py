@@ -26,6 +26,7 @@ from profile_store.imports.landing_import import (
     ImportCheck,
     PublishedDay,
     check_staged,
+    discard_staging,
     new_import_id,
     publish,
     stage,
@@ -86,7 +87,7 @@ def import_source(
 
         published = publish(storage, staged, on_day)
     finally:
-        storage.delete_tree(staged)
+        discard_staging(storage, staged)
     emit(f"done in {elapsed(started)}")
     return ImportResult(check=check, published=published)
 

@@ -194,7 +194,12 @@ def publish(
         done = PublishedDay(day=day, files=len(by_day[day]), replaced_files=len(old))
         published.append(done)
         on_day(number, len(by_day), done)
+    return published
+
+
+def discard_staging(storage: LakeStorage, staged: str) -> None:
+    """What is left of an import's staging (all of it after a dry run or a failure), and the
+    staging area itself once no other import uses it."""
     storage.delete_tree(staged)
     if not storage.list_files(IMPORTS):
         storage.delete_tree(IMPORTS)
-    return published

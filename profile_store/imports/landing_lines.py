@@ -106,7 +106,9 @@ def _text(source: FieldSource) -> Column:
 
 
 def _pattern_has_zone(pattern: str) -> bool:
-    """Does a datetime pattern read a zone itself (``XXX``, ``Z``, ``VV`` ... outside quotes)?"""
+    """Whether a datetime pattern reads the zone itself: a zone letter (X, x, Z, O, V or z)
+    outside its quoted literals. Such times are instants; others are read in the mapping's
+    zone."""
     return bool(_ZONE_LETTERS.search(re.sub(r"'[^']*'", "", pattern)))
 
 
