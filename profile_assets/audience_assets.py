@@ -24,9 +24,10 @@ from profile_store.audiences.attribute_stats import (
     daily_attribute_stats,
     trim_decisions,
 )
-from profile_store.audiences.rowkey import built_day_rowkey, day_component
+from profile_store.audiences.built_days import built_day_cells
+from profile_store.audiences.rowkey import day_component
 from profile_store.audiences.sketch_rows import MAX_PAIR_ROWS, day_sketch_rows
-from profile_store.audiences.sketch_table import BUILT, SKETCH_TABLE, ensure_table
+from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table
 from profile_store.audiences.sketch_writer import remove_stale_rows, write_sketch_rows
 from profile_store.lake_layout import (
     ATTRIBUTE_STATS,
@@ -214,9 +215,7 @@ def audience_sketches(
     storage.write_bytes(manifest_path, json.dumps(current_pairs).encode())
     # Last: from now on a pair without rows on this day is answered as zero users, not refused.
     with hbase.connection() as connection:
-        connection.table(SKETCH_TABLE).put(
-            built_day_rowkey(day), {BUILT: str(len(current_pairs)).encode()}
-        )
+        connection.table(SKETCH_TABLE).put(*built_day_cells(day, current_pairs))
 
     kinds = Counter(r.row_kind for r in keys)
     return MaterializeResult(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dagster import Definitions, in_process_executor
 
+from profile_assets.activation_assets import audience_activations
 from profile_assets.audience_assets import attribute_stats, audience_sketches, trimmed_attributes
 from profile_assets.audience_checks import audience_estimation_error
 from profile_assets.automation import with_daily_automation
@@ -23,6 +24,7 @@ defs = Definitions(
             attribute_stats,
             trimmed_attributes,
             audience_sketches,
+            audience_activations,
             identity_edges,
             identity_components,
             compacted_profiles,

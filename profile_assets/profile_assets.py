@@ -68,13 +68,15 @@ class CompactionConfig(Config):
     deps=[
         "raw_events",
         "identity_components",
+        "audience_activations",
         AssetDep("compacted_profiles", partition_mapping=previous_day),
     ],
     description=(
         "Profile rows in the HBase table `profiles`: every id of a person (identity component) "
         "carries the component's non-expired segments (max expiry wins), merged decaying "
         "counters, its master (absent on the master), the component size and a capped list of "
-        "the other ids; plus edge rows and alternate-id lookup rows. Folds the day into the "
+        "the other ids; plus edge rows and alternate-id lookup rows. Segments come from the "
+        "segment rules, the segment feed and the activated saved audiences. Folds the day into the "
         "profile state and rewrites only the components that changed."
     ),
 )

@@ -3,15 +3,15 @@
 FastAPI's default ``/docs`` page loads Swagger UI's script and stylesheet from a CDN, so it is
 blank wherever that CDN is not reachable (an offline laptop, a locked-down bidder network). The
 same Swagger UI release ships in the ``swagger-ui-bundle-v2`` package; its files are served
-under ``/docs/assets`` and the page points there. ReDoc (CDN only) is not served. ``GET /``
-leads to the docs, the one page a person opening the service's address wants.
+under ``/docs/assets`` and the page points there. ReDoc (CDN only) is not served. ``GET /`` is
+the audience builder page where the service has one, else a redirect here.
 """
 
 from __future__ import annotations
 
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import HTMLResponse, RedirectResponse
+from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 from swagger_ui_bundle import swagger_ui_path
 
@@ -34,7 +34,3 @@ def install_offline_docs(app: FastAPI) -> None:
             swagger_css_url=f"{ASSETS_PATH}/swagger-ui.css",
             swagger_favicon_url=f"{ASSETS_PATH}/favicon-32x32.png",
         )
-
-    @app.get("/", include_in_schema=False)
-    def root() -> RedirectResponse:
-        return RedirectResponse(DOCS_PATH)

@@ -63,6 +63,9 @@ IDENTITY_COMPONENTS_LATEST = "identity_components/_LATEST"
 #   profile_counters/date=D/      per (profile, event type): decaying counter after day D
 #   compacted_profiles/date=D/    per rewritten profile: its master (what day D wrote to HBase)
 SEGMENT_FEED = "segment_feed"
+# audience_activations/date=D/  per member of an activated saved audience on day D: the segment
+#                               and its expiry (profile, segment, expiry_ms, tenant, audience_id)
+AUDIENCE_ACTIVATIONS = "audience_activations"
 PROFILE_UNSYNCED = "profile_unsynced"
 PROFILE_SEGMENTS = "profile_segments"
 PROFILE_COUNTERS = "profile_counters"

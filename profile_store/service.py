@@ -4,11 +4,12 @@
 profiles serve --host 127.0.0.1 --port 8080 --tenants tenants.json   # OpenAPI at /docs
 ```
 
-One uvicorn process, one happybase pool, one set of API keys: ``POST /v1/audiences/estimate``,
-``GET /v1/health`` and the ``/v1/profiles``, ``/v1/connected`` and ``/v1/masters`` reads. ``profiles
-audience serve`` is the same command under its older name. It runs until SIGINT/SIGTERM, then
-closes the pool (and the embedded gateway, when it started one) and exits 0. Exit codes and
-HBase flags are ``cli_conventions``'.
+One uvicorn process, one happybase pool, one set of API keys: the audience builder page at ``/``
+with its endpoints (saved audiences in the HBase table ``audiences``, created at start), ``POST
+/v1/audiences/estimate``, ``GET /v1/health`` and the ``/v1/profiles``, ``/v1/connected`` and
+``/v1/masters`` reads. ``profiles audience serve`` is the same command under its older name. It
+runs until SIGINT/SIGTERM, then closes the pool (and the embedded gateway, when it started one)
+and exits 0. Exit codes and HBase flags are ``cli_conventions``'.
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from profile_store.audiences.engine import AudienceEngine
+from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
+from profile_store.audiences.saved import ensure_table as ensure_audience_table
 from profile_store.audiences.tenants import TenantConfigError, Tenants
 from profile_store.cli_conventions import (
     EXIT_FAILURE,
@@ -100,10 +103,13 @@ def run_serve(args: argparse.Namespace) -> int:
     server: uvicorn.Server | None = None
     try:
         with _stop_on_signals(), hbase_pool(settings) as pool:
+            with pool.connection() as connection:
+                ensure_audience_table(connection)
             app = create_app(
                 AudienceEngine(sketch_table_opener(pool)),
                 tenants,
                 ProfileReader(table_opener(pool, PROFILE_TABLE), key_types_from_env()),
+                SavedAudiences(table_opener(pool, AUDIENCE_TABLE)),
             )
             logger.info("service: %d tenants, HBase: %s", len(tenants), settings.describe())
             server = uvicorn.Server(

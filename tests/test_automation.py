@@ -31,6 +31,7 @@ DOWNSTREAM = {
     "attribute_stats",
     "trimmed_attributes",
     "audience_sketches",
+    "audience_activations",
     "identity_edges",
     "identity_components",
     "compacted_profiles",

@@ -31,11 +31,21 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import date, timedelta
 
-from datasketches import compact_theta_sketch
+from datasketches import compact_theta_sketch, theta_intersection
 
-from profile_store.audiences.query import Leaf, Node, QueryError, QueryLimits, leaves, parse_query
+from profile_store.audiences.built_days import latest_built_day
+from profile_store.audiences.query import (
+    Leaf,
+    Node,
+    QueryError,
+    QueryLimits,
+    is_relative,
+    leaves,
+    parse_query,
+    resolve_dates,
+)
 from profile_store.audiences.rowkey import (
     AGGREGATE_HASH,
     aggregate_rowkey,
@@ -73,6 +83,7 @@ class AudienceEstimate:
     rows_read: int
     elapsed_ms: float
     warnings: list[str] = field(default_factory=list)
+    leaf_dates: list[dict] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         """The answer as the HTTP API and ``--json`` give it: whole users, the bounds widened to
@@ -86,6 +97,7 @@ class AudienceEstimate:
             "rows_read": self.rows_read,
             "elapsed_ms": round(self.elapsed_ms, 3),
             "warnings": list(self.warnings),
+            "leaf_dates": list(self.leaf_dates),
         }
 
 
@@ -112,9 +124,64 @@ def leaf_filter(leaf: Leaf) -> bytes:
 
 
 @dataclass
-class LeafRead:
-    sketch: compact_theta_sketch
+class LeafRows:
+    """A leaf's sketch blobs by day (the rows that hold its users), and the rows read."""
+
+    blobs: dict[date, list[bytes]]
     rows: int
+
+    def all_blobs(self) -> list[bytes]:
+        return [blob for day in sorted(self.blobs) for blob in self.blobs[day]]
+
+
+@dataclass
+class Bounds:
+    """An estimate with its ~95% bounds (2 standard deviations)."""
+
+    estimate: float
+    lower_95: float
+    upper_95: float
+
+    @classmethod
+    def of(cls, sketch: compact_theta_sketch) -> Bounds:
+        return cls(
+            sketch.get_estimate(),
+            sketch.get_lower_bound(NUM_STD_DEV),
+            sketch.get_upper_bound(NUM_STD_DEV),
+        )
+
+    def to_dict(self) -> dict:
+        return {
+            "estimate": round(self.estimate),
+            "lower_95": math.floor(self.lower_95),
+            "upper_95": math.ceil(self.upper_95),
+        }
+
+
+@dataclass
+class DayEstimate:
+    day: date
+    bounds: Bounds
+
+    def to_dict(self) -> dict:
+        return {"day": self.day.isoformat(), **self.bounds.to_dict()}
+
+
+def leaf_dates(query: Node) -> list[dict]:
+    """Each leaf's resolved date range (``last_days`` shown beside), as answers report them."""
+    return [
+        {
+            "path": leaf.path,
+            "date_from": leaf.date_from.isoformat(),
+            "date_to": leaf.date_to.isoformat(),
+            **({"last_days": leaf.last_days} if leaf.last_days is not None else {}),
+        }
+        for leaf in leaves(query)
+    ]
+
+
+MAX_CHART_DAYS = 92
+"""Longest range ``daily`` charts: a quarter of days, each one estimate."""
 
 
 class AudienceEngine:
@@ -145,23 +212,97 @@ class AudienceEngine:
     def estimate(self, tree: dict) -> AudienceEstimate:
         started = time.perf_counter()
         query = parse_query(tree, self.limits)
-        reads: dict[str, LeafRead] = {}
         with self.open_table() as table:
-            for leaf in leaves(query):
-                reads[leaf.path] = self._read_leaf(table, leaf)
-        result = evaluate(query, {path: r.sketch for path, r in reads.items()}, self.union_lg_k)
+            query = self._resolved(table, query)
+            result, sketches, rows = self._evaluate(table, query)
         exact = not result.is_estimation_mode() and not any(
-            r.sketch.is_estimation_mode() for r in reads.values()
+            sketch.is_estimation_mode() for sketch in sketches.values()
         )
         return AudienceEstimate(
             estimate=result.get_estimate(),
             lower_95=result.get_lower_bound(NUM_STD_DEV),
             upper_95=result.get_upper_bound(NUM_STD_DEV),
             exact=exact,
-            rows_read=sum(r.rows for r in reads.values()),
+            rows_read=rows,
             elapsed_ms=(time.perf_counter() - started) * 1000,
             warnings=self._warnings(query, result),
+            leaf_dates=leaf_dates(query),
         )
+
+    def overlap(self, trees: list[dict]) -> list[list[Bounds]]:
+        """The sizes of several audiences and of each pair's intersection: ``[i][i]`` is
+        audience i, ``[i][j]`` users in both i and j. Every tree is read once; an error's path
+        starts with the tree's index (``$[1].intersection[0]``)."""
+        results = []
+        with self.open_table() as table:
+            for i, tree in enumerate(trees):
+                try:
+                    query = self._resolved(table, parse_query(tree, self.limits))
+                    results.append(self._evaluate(table, query)[0])
+                except QueryError as exc:
+                    raise QueryError(f"$[{i}]{exc.path[1:]}", exc.problem) from None
+        matrix = []
+        for i, first in enumerate(results):
+            row = []
+            for j, second in enumerate(results):
+                if i == j:
+                    row.append(Bounds.of(first))
+                    continue
+                intersection = theta_intersection()
+                intersection.update(first)
+                intersection.update(second)
+                row.append(Bounds.of(intersection.get_result()))
+            matrix.append(row)
+        return matrix
+
+    def _evaluate(
+        self, table, query: Node
+    ) -> tuple[compact_theta_sketch, dict[str, compact_theta_sketch], int]:
+        """The tree's result sketch, its leaves' sketches and the rows read."""
+        reads = {leaf.path: self._read_leaf(table, leaf) for leaf in leaves(query)}
+        sketches = {
+            leaf.path: self._union(leaf, reads[leaf.path].all_blobs()) for leaf in leaves(query)
+        }
+        result = evaluate(query, sketches, self.union_lg_k)
+        return result, sketches, sum(r.rows for r in reads.values())
+
+    def daily(self, tree: dict) -> list[DayEstimate]:
+        """The audience's definition applied to each single day of its range: every leaf
+        narrowed to that day (a leaf whose range misses the day is empty); one read per leaf."""
+        query = parse_query(tree, self.limits)
+        with self.open_table() as table:
+            query = self._resolved(table, query)
+            all_leaves = leaves(query)
+            first = min(leaf.date_from for leaf in all_leaves)
+            last = max(leaf.date_to for leaf in all_leaves)
+            span = (last - first).days + 1
+            if span > MAX_CHART_DAYS:
+                raise QueryError(
+                    "$",
+                    f"the leaves span {span} days; a daily chart covers at most {MAX_CHART_DAYS}",
+                )
+            reads = {leaf.path: self._read_leaf(table, leaf) for leaf in all_leaves}
+        answers = []
+        for offset in range(span):
+            day = first + timedelta(days=offset)
+            sketches = {
+                leaf.path: self._union(leaf, reads[leaf.path].blobs.get(day, []))
+                for leaf in all_leaves
+            }
+            answers.append(DayEstimate(day, Bounds.of(evaluate(query, sketches, self.union_lg_k))))
+        return answers
+
+    def _resolved(self, table, query: Node) -> Node:
+        if not is_relative(query):
+            return query
+        latest = latest_built_day(table)
+        if latest is None:
+            relative = next(leaf for leaf in leaves(query) if leaf.last_days is not None)
+            raise QueryError(
+                f"{relative.path}.last_days",
+                "no day is built yet, so there is no latest day to count back from",
+            )
+        return resolve_dates(query, latest)
 
     def _warnings(self, query: Node, result: compact_theta_sketch) -> list[str]:
         retained = result.num_retained
@@ -175,7 +316,7 @@ class AudienceEngine:
             f"relative standard error is about {relative_error:.0%}; widen the sets or raise lg_k"
         ]
 
-    def _read_leaf(self, table, leaf: Leaf) -> LeafRead:
+    def _read_leaf(self, table, leaf: Leaf) -> LeafRows:
         sketch_column = COUNTS if leaf.min_count else THETA
         if not leaf.attributes:
             return self._read_aggregates(table, leaf, sketch_column)
@@ -189,14 +330,14 @@ class AudienceEngine:
                 return pairs
         return self._scan_combinations(table, leaf, sketch_column)
 
-    def _scan_combinations(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead:
+    def _scan_combinations(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRows:
         """A leaf with attribute filters: its range's matching combination rows, one scan."""
         start, stop = leaf_scan_range(leaf.app_id, leaf.event_type, leaf.date_from, leaf.date_to)
         columns = [sketch_column, AGGREGATE_MARK, KEPT] + [
             attribute_column(name) for name in leaf.attributes
         ]
         kept_by_day: dict[date, set[str]] = {}
-        blobs: list[bytes] = []
+        blobs: dict[date, list[bytes]] = {}
         rows = 0
         for key, cells in table.scan(
             row_start=start,
@@ -206,14 +347,15 @@ class AudienceEngine:
             batch_size=1000,
         ):
             rows += 1
+            day = parse_rowkey(key)[2]
             if key.endswith(_AGGREGATE_SUFFIX):
-                kept_by_day[parse_rowkey(key)[2]] = set(json.loads(cells.get(KEPT, b"[]")))
+                kept_by_day[day] = set(json.loads(cells.get(KEPT, b"[]")))
             elif sketch_column in cells:
-                blobs.append(cells[sketch_column])
+                blobs.setdefault(day, []).append(cells[sketch_column])
         self._check_answerable(table, leaf, kept_by_day)
-        return self._union(leaf, blobs, rows)
+        return LeafRows(blobs, rows)
 
-    def _read_aggregates(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead:
+    def _read_aggregates(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRows:
         """A leaf without attribute filters: its days' aggregate rows, one multi-get.
 
         The aggregate rows hold every user of (app, event, day), so no other row is needed;
@@ -222,11 +364,11 @@ class AudienceEngine:
         keys = {aggregate_rowkey(leaf.app_id, leaf.event_type, day): day for day in leaf.days()}
         found = table.rows(list(keys), columns=[sketch_column, KEPT])
         kept_by_day = {keys[key]: set(json.loads(cells.get(KEPT, b"[]"))) for key, cells in found}
-        blobs = [cells[sketch_column] for _, cells in found if sketch_column in cells]
+        blobs = {keys[k]: [cells[sketch_column]] for k, cells in found if sketch_column in cells}
         self._check_answerable(table, leaf, kept_by_day)
-        return self._union(leaf, blobs, len(found))
+        return LeafRows(blobs, len(found))
 
-    def _read_marginals(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead | None:
+    def _read_marginals(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRows | None:
         """A one-attribute leaf: its days' marginal rows and kept markers, one multi-get.
 
         None when a day lacks its marker: the scan path then explains which days cannot answer.
@@ -238,10 +380,14 @@ class AudienceEngine:
         found = dict(table.rows(markers + values, columns=[sketch_column, KEPT_MARKER]))
         if not all(key in found for key in markers):
             return None
-        blobs = [found[key][sketch_column] for key in values if key in found]
-        return self._union(leaf, blobs, len(found))
+        blobs = {
+            day: [found[key][sketch_column]]
+            for day, key in zip(days, values, strict=True)
+            if key in found
+        }
+        return LeafRows(blobs, len(found))
 
-    def _read_pairs(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRead | None:
+    def _read_pairs(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRows | None:
         """A two-attribute leaf: its days' pair rows and pair markers, one multi-get.
 
         None when a day lacks its marker (its attribute pair had too many value pairs for pair
@@ -256,15 +402,17 @@ class AudienceEngine:
         found = dict(table.rows(markers + values, columns=[sketch_column, PAIR_MARKER]))
         if not all(key in found for key in markers):
             return None
-        blobs = [found[key][sketch_column] for key in values if key in found]
-        return self._union(leaf, blobs, len(found))
+        blobs = {
+            day: [found[key][sketch_column]]
+            for day, key in zip(days, values, strict=True)
+            if key in found
+        }
+        return LeafRows(blobs, len(found))
 
-    def _union(self, leaf: Leaf, blobs: list[bytes], rows: int) -> LeafRead:
+    def _union(self, leaf: Leaf, blobs: list[bytes]) -> compact_theta_sketch:
         if leaf.min_count:
-            sketch = users_with_min_count(blobs, leaf.min_count, self.union_lg_k)
-        else:
-            sketch = union_theta(blobs, self.union_lg_k)
-        return LeafRead(sketch=sketch, rows=rows)
+            return users_with_min_count(blobs, leaf.min_count, self.union_lg_k)
+        return union_theta(blobs, self.union_lg_k)
 
     @staticmethod
     def _check_answerable(table, leaf: Leaf, kept_by_day: dict[date, set[str]]) -> None:

@@ -28,26 +28,21 @@ from datetime import date
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, RedirectResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 from thriftpy2.thrift import TException
 from thriftpy2.transport import TTransportException
 from typing_extensions import TypeAliasType
 
-from profile_store.api_docs import install_offline_docs
+from profile_store.api_docs import DOCS_PATH, install_offline_docs
+from profile_store.audiences.builder_api import admit, answering, builder_router
+from profile_store.audiences.builder_page import install_builder_page
 from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.query import MAX_TEXT_LENGTH, QueryError, leaves
-from profile_store.audiences.tenants import (
-    MAX_MIN_COUNT,
-    ForbiddenApp,
-    Tenant,
-    Tenants,
-    admissible_query,
-)
+from profile_store.audiences.query import MAX_TEXT_LENGTH, leaves
+from profile_store.audiences.saved import SavedAudiences
+from profile_store.audiences.tenants import MAX_MIN_COUNT, Tenant, Tenants
 from profile_store.http_conventions import (
-    ApiError,
     error_doc,
-    hbase_failures,
     hbase_reason,
     install_error_handlers,
     install_options,
@@ -100,8 +95,19 @@ class LeafQuery(BaseModel):
     event_type: str = Field(
         min_length=1, max_length=MAX_TEXT_LENGTH, description="The event type, e.g. `purchase`."
     )
-    date_from: date = Field(description="First UTC day (YYYY-MM-DD).")
-    date_to: date = Field(description="Last UTC day (YYYY-MM-DD), at most 366 days after.")
+    date_from: date | None = Field(
+        default=None, description="First UTC day (YYYY-MM-DD); with `date_to`, or `last_days`."
+    )
+    date_to: date | None = Field(
+        default=None, description="Last UTC day (YYYY-MM-DD), at most 366 days after."
+    )
+    last_days: int | None = Field(
+        default=None,
+        ge=1,
+        le=366,
+        description="Instead of `date_from`/`date_to`: the N days ending with the latest built "
+        "day, so that a saved audience means the same thing every day.",
+    )
     min_count: int | None = Field(
         default=None,
         ge=1,
@@ -195,6 +201,17 @@ def query_schemas() -> dict[str, Any]:
 # --- response models ----------------------------------------------------------------------------
 
 
+class LeafDates(BaseModel):
+    """The days one leaf was answered over."""
+
+    path: str = Field(description="JSON path of the leaf in the query.")
+    date_from: date
+    date_to: date
+    last_days: int | None = Field(
+        default=None, description="Present when the leaf asked for its last N built days."
+    )
+
+
 class AudienceEstimateResponse(BaseModel):
     """The audience size with its 95% bounds."""
 
@@ -210,6 +227,14 @@ class AudienceEstimateResponse(BaseModel):
                     "rows_read": 64,
                     "elapsed_ms": 12.4,
                     "warnings": [],
+                    "leaf_dates": [
+                        {
+                            "path": "$",
+                            "date_from": "2026-11-24",
+                            "date_to": "2026-11-30",
+                            "last_days": 7,
+                        }
+                    ],
                 }
             ]
         }
@@ -228,6 +253,10 @@ class AudienceEstimateResponse(BaseModel):
     rows_read: int = Field(description="Sketch rows scanned in HBase.")
     elapsed_ms: float = Field(description="Time taken by the engine, in milliseconds.")
     warnings: list[str] = Field(description="Caveats, e.g. too few samples after intersection.")
+    leaf_dates: list[LeafDates] = Field(
+        description="Each leaf's date range as answered: a `last_days` leaf resolved against "
+        "the latest built day."
+    )
 
 
 class HealthResponse(BaseModel):
@@ -262,14 +291,24 @@ PROFILES_TAG = (
 
 
 def create_app(
-    engine: AudienceEngine, tenants: Tenants, profiles: ProfileReader | None = None
+    engine: AudienceEngine,
+    tenants: Tenants,
+    profiles: ProfileReader | None = None,
+    saved: SavedAudiences | None = None,
 ) -> FastAPI:
     """The service answering from ``engine``, with access controlled by ``tenants``.
 
     With ``profiles``, the same app also serves the profile reads (``profiles/http_api.py``)
-    under the same API keys and error body: one service, one port, one HBase pool.
+    under the same API keys and error body: one service, one port, one HBase pool. With
+    ``saved``, it serves the audience builder: its page at ``/`` and its endpoints
+    (``builder_api.py``: discovery, daily charts, saved audiences, overlaps).
     """
     tags = [{"name": "audiences", "description": "Audience size estimates"}]
+    if saved is not None:
+        tags += [
+            {"name": "discovery", "description": "What audiences can be built from"},
+            {"name": "saved audiences", "description": "Named audiences per tenant"},
+        ]
     if profiles is not None:
         tags.append({"name": "profiles", "description": PROFILES_TAG})
     app = FastAPI(
@@ -286,6 +325,14 @@ def create_app(
     current_tenant = tenant_dependency(tenants)
     if profiles is not None:
         app.include_router(profile_router(profiles, current_tenant))
+    if saved is not None:
+        app.include_router(builder_router(engine, saved, current_tenant))
+        install_builder_page(app)
+    else:
+
+        @app.get("/", include_in_schema=False)
+        def root() -> RedirectResponse:
+            return RedirectResponse(DOCS_PATH)
 
     @app.post(
         ESTIMATE_PATH,
@@ -320,24 +367,9 @@ def create_app(
         tenant: Annotated[Tenant, Depends(current_tenant)],
         tree: Annotated[Any, Depends(query_body)],
     ) -> AudienceEstimateResponse:
-        try:
-            query = admissible_query(tree, engine.limits)
-        except QueryError as exc:
-            raise ApiError(400, "invalid_query", exc.problem, exc.path) from None
-        try:
-            tenant.authorize(query)
-        except ForbiddenApp as exc:
-            raise ApiError(
-                403,
-                "forbidden_app",
-                f"this API key may not query app {exc.app_id!r}",
-                exc.path,
-            ) from None
-        try:
-            with hbase_failures("an estimate"):
-                answer = engine.estimate(tree)
-        except QueryError as exc:
-            raise ApiError(422, "unanswerable_query", exc.problem, exc.path) from None
+        query = admit(tree, tenant, engine)
+        with answering("an estimate"):
+            answer = engine.estimate(tree)
         logger.info(
             "estimate tenant=%s leaves=%d rows_read=%d elapsed_ms=%.1f",
             tenant.name,

@@ -12,6 +12,9 @@
    "date_from": "2026-11-01", "date_to": "2026-11-30"}]}
 ```
 
+A leaf may instead count back from the latest built day: ``"last_days": 7`` is the 7 days
+ending with it, so that a saved audience means the same thing every day (``resolve_dates``).
+
 Every error names the JSON path of the fault (``$.difference[0].intersection[1].min_count``)
 and the problem; a query that parses is structurally sound, so evaluation never guesses.
 """
@@ -19,12 +22,20 @@ and the problem; a query that parses is structurally sound, so evaluation never 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date, timedelta
 from typing import Any
 
 OPERATORS = ("union", "intersection", "difference")
-LEAF_FIELDS = {"app_id", "event_type", "date_from", "date_to", "min_count", "attributes"}
+LEAF_FIELDS = {
+    "app_id",
+    "event_type",
+    "date_from",
+    "date_to",
+    "last_days",
+    "min_count",
+    "attributes",
+}
 
 
 class QueryError(ValueError):
@@ -45,15 +56,20 @@ class QueryLimits:
 
 @dataclass(frozen=True)
 class Leaf:
+    """One set of users; a relative leaf (``last_days``) has its dates once resolved."""
+
     path: str
     app_id: str
     event_type: str
-    date_from: date
-    date_to: date
+    date_from: date | None
+    date_to: date | None
     min_count: int | None = None
     attributes: dict[str, str] = field(default_factory=dict)
+    last_days: int | None = None
 
     def days(self) -> list[date]:
+        if self.date_from is None or self.date_to is None:
+            raise ValueError(f"{self.path}: last_days not resolved against a built day yet")
         count = (self.date_to - self.date_from).days + 1
         return [self.date_from + timedelta(days=i) for i in range(count)]
 
@@ -72,6 +88,38 @@ def leaves(node: Node) -> list[Leaf]:
     if isinstance(node, Leaf):
         return [node]
     return [leaf for child in node.children for leaf in leaves(child)]
+
+
+def is_relative(node: Node) -> bool:
+    """Whether some leaf counts its days back from the latest built day."""
+    return any(leaf.last_days is not None for leaf in leaves(node))
+
+
+def resolve_dates(node: Node, latest_day: date) -> Node:
+    """The tree with every ``last_days`` leaf given the dates ending on ``latest_day``."""
+    if isinstance(node, Leaf):
+        if node.last_days is None:
+            return node
+        start = latest_day - timedelta(days=node.last_days - 1)
+        return replace(node, date_from=start, date_to=latest_day)
+    return replace(node, children=tuple(resolve_dates(c, latest_day) for c in node.children))
+
+
+def query_tree(node: Node) -> dict:
+    """The JSON tree of a parsed (resolved) query: dates explicit, as ``parse_query`` reads."""
+    if isinstance(node, Operation):
+        return {node.operator: [query_tree(child) for child in node.children]}
+    tree: dict[str, Any] = {"app_id": node.app_id, "event_type": node.event_type}
+    if node.date_from is None or node.date_to is None:
+        tree["last_days"] = node.last_days
+    else:
+        tree["date_from"] = node.date_from.isoformat()
+        tree["date_to"] = node.date_to.isoformat()
+    if node.min_count is not None:
+        tree["min_count"] = node.min_count
+    if node.attributes:
+        tree["attributes"] = dict(node.attributes)
+    return tree
 
 
 def parse_query(tree: Any, limits: QueryLimits | None = None) -> Node:
@@ -151,13 +199,18 @@ def _parse_leaf(tree: dict, path: str, limits: QueryLimits) -> Leaf:
     unknown = sorted(set(tree) - LEAF_FIELDS)
     if unknown:
         raise QueryError(f"{path}.{unknown[0]}", "unknown leaf field")
-    date_from = _day(tree, "date_from", path)
-    date_to = _day(tree, "date_to", path)
-    if date_from > date_to:
-        raise QueryError(f"{path}.date_from", f"after date_to ({date_from} > {date_to})")
-    span = (date_to - date_from).days + 1
-    if span > limits.max_days:
-        raise QueryError(f"{path}.date_to", f"range of {span} days exceeds {limits.max_days}")
+    if "last_days" in tree:
+        date_from = date_to = None
+        last_days = _last_days(tree, path, limits)
+    else:
+        last_days = None
+        date_from = _day(tree, "date_from", path)
+        date_to = _day(tree, "date_to", path)
+        if date_from > date_to:
+            raise QueryError(f"{path}.date_from", f"after date_to ({date_from} > {date_to})")
+        span = (date_to - date_from).days + 1
+        if span > limits.max_days:
+            raise QueryError(f"{path}.date_to", f"range of {span} days exceeds {limits.max_days}")
     min_count = tree.get("min_count")
     if min_count is not None and (
         isinstance(min_count, bool) or not isinstance(min_count, int) or min_count < 1
@@ -183,4 +236,19 @@ def _parse_leaf(tree: dict, path: str, limits: QueryLimits) -> Leaf:
         date_to=date_to,
         min_count=min_count,
         attributes=dict(attributes),
+        last_days=last_days,
     )
+
+
+def _last_days(tree: dict, path: str, limits: QueryLimits) -> int:
+    both = sorted({"date_from", "date_to"} & set(tree))
+    if both:
+        raise QueryError(
+            f"{path}.{both[0]}", "give either last_days or date_from and date_to, not both"
+        )
+    value = tree["last_days"]
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise QueryError(f"{path}.last_days", "must be a positive integer (days)")
+    if value > limits.max_days:
+        raise QueryError(f"{path}.last_days", f"range of {value} days exceeds {limits.max_days}")
+    return value

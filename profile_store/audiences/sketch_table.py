@@ -11,6 +11,7 @@ m:agg      "1" on the aggregate row of (app, event, day)
 m:kept     on the aggregate row: JSON list of the attributes kept that day
 m:attr     on the kept marker row of (app, event, day, attribute): the attribute's name
 m:built    on the built-day row of a day: the number of (app, event type) pairs written
+m:pairs    on the built-day row: JSON [[app, event type], ...] of the pairs with rows that day
 m:pair     on the pair marker row of (app, event, day, a1, a2): JSON [a1, a2]
 ```
 
@@ -35,6 +36,7 @@ AGGREGATE_MARK = b"m:agg"
 KEPT = b"m:kept"
 KEPT_MARKER = b"m:attr"
 BUILT = b"m:built"
+BUILT_PAIRS = b"m:pairs"
 PAIR_MARKER = b"m:pair"
 
 ROW_KINDS = ("combination", "aggregate", "marginal", "kept_marker", "pair", "pair_marker")

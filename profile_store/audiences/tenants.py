@@ -195,7 +195,7 @@ def _check_leaf(leaf: Leaf) -> None:
             text.encode("utf-8")
         except UnicodeEncodeError:
             raise QueryError(path, "not valid Unicode (unpaired surrogate)") from None
-    if leaf.date_to >= date.max:
+    if leaf.date_to is not None and leaf.date_to >= date.max:
         raise QueryError(f"{leaf.path}.date_to", f"must be before {date.max.isoformat()}")
     if leaf.min_count is not None and leaf.min_count > MAX_MIN_COUNT:
         raise QueryError(f"{leaf.path}.min_count", f"must be at most {MAX_MIN_COUNT}")

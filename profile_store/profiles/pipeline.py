@@ -1,7 +1,8 @@
 """One day of profile compaction over the lake and the ``profiles`` HBase table.
 
-Reads the day's events, the segment feed, the unsynced ``u:`` cells and the identity graph
-after the day; folds the day into the profile state (``profile_segments``, ``profile_counters``);
+Reads the day's events, the segment feed, the members of activated audiences, the unsynced
+``u:`` cells and the identity graph after the day; folds the day into the profile state
+(``profile_segments``, ``profile_counters``);
 rewrites in HBase the rows of every component that changed, its edge rows and the lookup rows
 of its bridging keys. Incremental from the day before's state when it exists; otherwise (or
 with ``full_recompute``) from every event up to the day.
@@ -39,6 +40,7 @@ from profile_store.identity.pipeline import (
 )
 from profile_store.identity.rules import FUZZY_IP_UA
 from profile_store.lake_layout import (
+    AUDIENCE_ACTIVATIONS,
     COMPACTED_PROFILES,
     EVENTS,
     IDENTITY_COMPONENTS,
@@ -78,6 +80,13 @@ SEGMENTS_SCHEMA = StructType(
         StructField("profile", StringType()),
         StructField("segment", StringType()),
         StructField("expiry_ms", LongType()),
+    ]
+)
+ACTIVATIONS_SCHEMA = StructType(
+    [
+        *SEGMENTS_SCHEMA.fields,
+        StructField("tenant", StringType()),
+        StructField("audience_id", StringType()),
     ]
 )
 COUNTERS_SCHEMA = StructType(
@@ -167,6 +176,15 @@ def _feed_history(spark: SparkSession, storage: LakeStorage, day: date) -> DataF
     for frame in frames[1:]:
         result = result.unionByName(frame)
     return result
+
+
+def _activations(
+    spark: SparkSession, storage: LakeStorage, day: date, since: date | None = None
+) -> DataFrame:
+    """Segment memberships of activated saved audiences (``audience_activations``), up to
+    ``day``: folded in like the segment feed."""
+    history = read_history(spark, storage, AUDIENCE_ACTIVATIONS, ACTIVATIONS_SCHEMA, day, since)
+    return history.select(*SEGMENTS_SCHEMA.fieldNames())
 
 
 def _attributes(profile_history: DataFrame, members: DataFrame) -> DataFrame:
@@ -271,7 +289,9 @@ def compact_day(
     profile_history = read_history(spark, storage, IDENTITY_PROFILES, PROFILES_SCHEMA, day)
     if incremental:
         events = spark.read.schema(EVENTS_SCHEMA).parquet(storage.spark_uri(events_day(day)))
-        feed = read_segment_feed(spark, storage, day)
+        feed = read_segment_feed(spark, storage, day).unionByName(
+            _activations(spark, storage, day, since=day)
+        )
         hits = segment_hits(events, settings.rules).unionByName(feed).unionByName(unsynced)
         segments = next_segments(
             spark.read.schema(SEGMENTS_SCHEMA).parquet(storage.spark_uri(previous_segments)),
@@ -301,7 +321,7 @@ def compact_day(
         unsynced_history = read_history(
             spark, storage, PROFILE_UNSYNCED, SEGMENTS_SCHEMA, day
         ).select(*UNSYNCED_COLUMNS)
-        feed = _feed_history(spark, storage, day)
+        feed = _feed_history(spark, storage, day).unionByName(_activations(spark, storage, day))
         hits = segment_hits(events, settings.rules).unionByName(feed).unionByName(unsynced_history)
         segments = next_segments(None, hits, as_of)
         counters = event_counters(events, h, as_of)

@@ -28,6 +28,7 @@ import happybase
 import pytest
 from datasketches import AccumulatorPolicy, update_theta_sketch, update_tuple_sketch
 
+from profile_store.audiences.built_days import built_day_cells
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.rowkey import (
     AGGREGATE_HASH,
@@ -35,7 +36,9 @@ from profile_store.audiences.rowkey import (
     marginal_rowkey,
     sketch_rowkey,
 )
-from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table, write_rows
+from profile_store.audiences.saved import AUDIENCE_TABLE
+from profile_store.audiences.saved import ensure_table as ensure_audience_table
+from profile_store.audiences.sketch_table import SKETCH_TABLE, delete_rows, ensure_table, write_rows
 from profile_store.audiences.tuple_serde import SERDE
 from profile_store.hbase_client import HBaseSettings, hbase_pool, sketch_table_opener
 from profile_store.hbase_gateway.process import EmbeddedGateway
@@ -168,3 +171,46 @@ def gateway_settings(sketch_gateway: EmbeddedGateway) -> HBaseSettings:
 def audience_engine(gateway_settings: HBaseSettings) -> Iterator[AudienceEngine]:
     with hbase_pool(gateway_settings) as pool:
         yield AudienceEngine(sketch_table_opener(pool))
+
+
+# -- the audience builder: the same data set with built-day markers, and saved audiences -------
+
+SHOP_KEY = "shop-key-0123456789abcdef"
+RIVAL_KEY = "rival-key-0123456789abcdef"
+BUILDER_TENANTS = {
+    "tenants": [
+        {"name": "shop", "api_keys": [SHOP_KEY], "app_ids": ["com.shop"]},
+        {"name": "rival", "api_keys": [RIVAL_KEY], "app_ids": ["com.rival"]},
+    ]
+}
+BUILT_PAIRS = {
+    DAY_1: [("com.rival", "install"), ("com.shop", "install"), ("com.shop", "purchase")],
+    DAY_2: [("com.shop", "install"), ("com.shop", "purchase")],
+}
+
+
+@pytest.fixture(scope="session")
+def builder_gateway(tmp_path_factory) -> Iterator[EmbeddedGateway]:
+    """The data set as ``audience_sketches`` leaves it: both days built (com.rival had no
+    installs on 2026-11-02), plus an empty ``audiences`` table."""
+    with EmbeddedGateway(tmp_path_factory.mktemp("builder-hbase")) as gateway:
+        connection = happybase.Connection(**gateway.connection_kwargs())
+        try:
+            write_audience(connection)
+            for day, pairs in BUILT_PAIRS.items():
+                connection.table(SKETCH_TABLE).put(*built_day_cells(day, pairs))
+            ensure_audience_table(connection)
+        finally:
+            connection.close()
+        yield gateway
+
+
+@pytest.fixture
+def builder_pool(builder_gateway: EmbeddedGateway) -> Iterator[happybase.ConnectionPool]:
+    """A pool on the builder's gateway, its ``audiences`` table emptied first."""
+    settings = HBaseSettings(host=builder_gateway.host, port=builder_gateway.port)
+    with hbase_pool(settings) as pool:
+        with pool.connection() as connection:
+            table = connection.table(AUDIENCE_TABLE)
+            delete_rows(table, [key for key, _ in table.scan()])
+        yield pool

@@ -70,7 +70,11 @@ def test_estimate_json_reads_the_query_from_stdin(hbase_flags, capsys, monkeypat
         "rows_read",
         "elapsed_ms",
         "warnings",
+        "leaf_dates",
     }
+    assert answer["leaf_dates"] == [
+        {"path": "$", "date_from": "2026-11-01", "date_to": "2026-11-02"}
+    ]
 
 
 def test_a_query_error_exits_2_naming_the_json_path(tmp_path, hbase_flags, capsys):
