@@ -10,6 +10,7 @@ rows, HBase writes to the embedded gateway), then:
    reference, Spark's own exact count of that grouping and Spark only reading the columns;
 2. query: p50/p90/p99 latency of >= 1,000 generated queries against the gateway;
 3. accuracy: the asset check's figures over the same queries (exact answers from Spark);
+   then the audience builder's calls over HTTP: the catalog, attributes and the live count;
 4. with ``--against-apache``: the sketch table copied into a standalone Apache HBase
    (``profile_store/apache_hbase.py``), the same queries answered from both, answers compared
    and latencies printed side by side.
@@ -37,9 +38,12 @@ from pyspark.sql import functions as F
 from profile_store.audiences.accuracy import AccuracyBars
 from profile_store.audiences.accuracy_run import run_accuracy
 from profile_store.audiences.attribute_stats import TrimRule, daily_attribute_stats, trim_decisions
+from profile_store.audiences.built_days import built_day_cells
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.query_sampler import build_catalog, sample_queries
 from profile_store.audiences.rowkey import day_component
+from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
+from profile_store.audiences.saved import ensure_table as ensure_audience_table
 from profile_store.audiences.sketch_rows import (
     DEFAULT_LG_K,
     day_sketch_rows,
@@ -48,15 +52,17 @@ from profile_store.audiences.sketch_rows import (
 )
 from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table
 from profile_store.audiences.sketch_writer import write_sketch_rows
+from profile_store.audiences.tenants import Tenants
 from profile_store.events.ingest import ingest_day
 from profile_store.generator import generate_lake
-from profile_store.hbase_client import ThriftAddress
+from profile_store.hbase_client import ThriftAddress, sketch_table_opener, table_opener
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.lake_layout import ATTRIBUTE_STATS, TRIMMED_ATTRIBUTES, day_dir, events_day
 from profile_store.lake_storage import LocalLakeStorage
 from resources.spark import local_spark_config
 
 START = date(2026, 10, 1)
+BENCH_KEY = "bench-key-0123456789abcdef"
 
 
 def spark_session() -> SparkSession:
@@ -157,6 +163,63 @@ def against_apache(host: str, port: int, trees: list[dict]) -> dict:
     return results
 
 
+def mark_built(address: ThriftAddress, day: date, rows) -> None:
+    """The day's built-day marker with its (app, event type) pairs, which discovery reads."""
+    pairs = sorted(
+        {(r.app_id, r.event_type) for r in rows.select("app_id", "event_type").distinct().collect()}
+    )
+    connection = happybase.Connection(host=address.host, port=address.port)
+    try:
+        connection.table(SKETCH_TABLE).put(*built_day_cells(day, pairs))
+    finally:
+        connection.close()
+
+
+def builder_latencies(pool: happybase.ConnectionPool, trees: list[dict]) -> dict:
+    """Latencies (ms) of the builder page's calls: the catalog, each event type's attributes,
+    and the live count of every sampled query, each as an HTTP request to the service."""
+    from fastapi.testclient import TestClient
+
+    from profile_store.audiences.http_api import create_app
+
+    with pool.connection() as connection:
+        ensure_audience_table(connection)
+    tenants = Tenants.from_config(
+        {"tenants": [{"name": "bench", "api_keys": [BENCH_KEY], "app_id_prefixes": ["com."]}]}
+    )
+    app = create_app(
+        AudienceEngine(sketch_table_opener(pool)),
+        tenants,
+        saved=SavedAudiences(table_opener(pool, AUDIENCE_TABLE)),
+    )
+    headers = {"X-API-Key": BENCH_KEY}
+    timings: dict[str, list[float]] = {"catalog": [], "attributes": [], "live count": []}
+    with TestClient(app) as client:
+
+        def timed(label: str, method: str, path: str, body=None) -> dict:
+            started = time.perf_counter()
+            response = client.request(method, path, json=body, headers=headers)
+            timings[label].append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200, response.text
+            return response.json()
+
+        for _ in range(3):  # warm-up
+            catalog = timed("catalog", "GET", "/v1/discovery/apps")
+        timings["catalog"].clear()
+        pairs = [(a["app_id"], e["event_type"]) for a in catalog["apps"] for e in a["event_types"]]
+        for i in range(max(200, len(pairs))):
+            timed("catalog", "GET", "/v1/discovery/apps")
+            app_id, event_type = pairs[i % len(pairs)]
+            path = f"/v1/discovery/apps/{app_id}/event-types/{event_type}/attributes"
+            timed("attributes", "GET", path)
+        for tree in trees:
+            started = time.perf_counter()
+            client.post("/v1/audiences/estimate", json=tree, headers=headers)
+            timings["live count"].append((time.perf_counter() - started) * 1000)
+    bars = {"catalog": "20", "attributes": "20", "live count": "50"}
+    return {label: (values, bars[label]) for label, values in timings.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--days", type=int, default=30)
@@ -220,6 +283,7 @@ def main() -> int:
             t0 = time.perf_counter()
             build["rows"] += write_sketch_rows(rows, address, SKETCH_TABLE)
             build["spark_write_s"] += time.perf_counter() - t0
+            mark_built(address, day, rows)  # as audience_sketches does last (not timed)
 
             t0 = time.perf_counter()
             spark_exact(events, decisions)
@@ -255,11 +319,10 @@ def main() -> int:
             part = part.withColumn("date", F.lit(d.isoformat()))
             decisions = part if decisions is None else decisions.unionByName(part)
         run = run_accuracy(spark, all_events, decisions, engine, days, args.queries, args.seed)
+        trees = sample_queries(build_catalog(all_events, decisions), days, args.queries, args.seed)
+        builder = builder_latencies(pool, trees)
         side_by_side = None
         if args.against_apache:
-            trees = sample_queries(
-                build_catalog(all_events, decisions), days, args.queries, args.seed
-            )
             side_by_side = against_apache(host, port, trees)
 
     report = run.report
@@ -310,6 +373,13 @@ def main() -> int:
             )
     failures = report.failures(AccuracyBars())
     print("accuracy bars: " + ("all met" if not failures else "; ".join(failures)))
+    print()
+    print("Audience builder calls over HTTP (FastAPI app in process, same gateway)")
+    print("| call | requests | p50 ms | p99 ms | bar p99 |")
+    print("| --- | ---: | ---: | ---: | ---: |")
+    for label, (latencies, bar) in builder.items():
+        q50, q99 = np.percentile(latencies, [50, 99])
+        print(f"| {label} | {len(latencies)} | {q50:.2f} | {q99:.2f} | {bar} |")
     if side_by_side is not None:
         print()
         print(f"Same {len(lat)} queries, the sketch table on both (answers identical: "
