@@ -29,7 +29,7 @@ lint: $(BIN)/.installed
 
 test: java lint
 	@command -v mvn >/dev/null 2>&1 || { echo "the conformance suite starts a real Apache HBase whose jars Maven resolves: install Maven first (Debian: apt-get install -y maven)"; exit 1; }
-	$(BIN)/pytest
+	$(BIN)/pytest -n 2
 
 # `dagster dev` warns on every start that it is superseded by `dg dev` (a separate CLI that
 # needs its own project layout); that one warning is hidden, by exact message.

@@ -101,6 +101,59 @@ def _print_audiences(lake_root: Path, days: list[date]) -> None:
         hbase.close()
 
 
+DEMO_TENANT = "shopfast"  # examples/tenants.json
+DEMO_AUDIENCE = "Added to cart, no purchase (last 2 days)"
+DEMO_SEGMENT = "demo_cart_no_purchase"
+
+
+def _activate_demo_audience() -> None:
+    """Save (once) and activate an audience, as the builder page's Save and Activate do, so
+    that each day's run delivers its members to the profiles as a segment."""
+    from profile_store.audiences.saved import AUDIENCE_TABLE, Activation, SavedAudiences
+    from profile_store.audiences.saved import ensure_table as ensure_audience_table
+    from profile_store.hbase_client import table_opener
+    from resources import resources_from_env
+
+    shop = "com.shopfast.android"
+    tree = {
+        "difference": [
+            {"app_id": shop, "event_type": "add_to_cart", "last_days": 2},
+            {"app_id": shop, "event_type": "purchase", "last_days": 2},
+        ]
+    }
+    hbase = resources_from_env()["hbase"]
+    try:
+        with hbase.connection() as connection:
+            ensure_audience_table(connection)
+        store = SavedAudiences(table_opener(hbase.pool(), AUDIENCE_TABLE))
+        activation = Activation(DEMO_SEGMENT, 7)
+        saved = {a.name: a for a in store.list(DEMO_TENANT)}
+        if DEMO_AUDIENCE in saved:
+            store.update(DEMO_TENANT, saved[DEMO_AUDIENCE].id, query=tree, activation=activation)
+        else:
+            store.create(DEMO_TENANT, DEMO_AUDIENCE, tree, activation)
+    finally:
+        hbase.close()
+
+
+def _activation_lines(metadata: dict) -> list[str]:
+    lines = []
+    for entry in metadata.get("audiences", []):
+        if "skipped" in entry:
+            lines.append(f"'{entry['audience']}' skipped: {entry['skipped']}")
+        elif entry.get("sketch_estimate") is not None:
+            lines.append(
+                f"'{entry['audience']}' -> segment {entry['segment']}: {entry['members']:,} "
+                f"members exactly (sketch {entry['sketch_estimate']:,}, 95% "
+                f"[{entry['sketch_lower_95']:,}, {entry['sketch_upper_95']:,}])"
+            )
+        else:
+            lines.append(
+                f"'{entry['audience']}' -> segment {entry['segment']}: {entry['members']:,} members"
+            )
+    return lines
+
+
 def _print_profiles(lake_root: Path, days: list[date], persons: int = 3) -> None:
     """A few persons of several ids, each read back from HBase through every one of its ids."""
     import pyarrow.parquet as pq
@@ -120,9 +173,13 @@ def _print_profiles(lake_root: Path, days: list[date], persons: int = 3) -> None
     latest = latest_assignment_dir(LocalLakeStorage(lake_root))
     for row in pq.read_table(lake_root / latest).to_pylist():
         components.setdefault(row["master"], []).append(row["profile"])
+    activated = _demo_segment_members(lake_root, days[-1])
     shown = 0
     try:
-        for master, ids in sorted(components.items(), key=lambda item: (-len(item[1]), item[0])):
+        by_size = sorted(components.items(), key=lambda item: (-len(item[1]), item[0]))
+        # One person of the activated audience first, then the largest persons.
+        by_size.sort(key=lambda item: not (set(item[1]) & activated))
+        for master, ids in by_size:
             views = [reader.profile(profile, now_ms=as_of) for profile in sorted(ids)]
             if not views[0] or not views[0].segments or shown == persons:
                 continue
@@ -144,6 +201,18 @@ def _print_profiles(lake_root: Path, days: list[date], persons: int = 3) -> None
                 _print(f"      connected({pair.a}, {pair.b}) = {pair.connected}  (one round trip)")
     finally:
         hbase.close()
+
+
+def _demo_segment_members(lake_root: Path, day: date) -> set[str]:
+    import pyarrow.parquet as pq
+
+    from profile_store.lake_layout import AUDIENCE_ACTIVATIONS, day_dir
+
+    area = lake_root / day_dir(AUDIENCE_ACTIVATIONS, day)
+    if not area.exists():
+        return set()
+    rows = pq.read_table(area, columns=["profile", "segment"]).to_pylist()
+    return {row["profile"] for row in rows if row["segment"] == DEMO_SEGMENT}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -211,6 +280,8 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     _print(f"[2/2] materializing every asset for {len(days)} day partitions ...")
+    _activate_demo_audience()
+    _print(f"      saved and activated the audience '{DEMO_AUDIENCE}' ({DEMO_TENANT})")
     instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
     instance = instance or DagsterInstance.ephemeral()
     job = defs.resolve_job_def("daily_pipeline")
@@ -253,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
             f"({profiles.get('mode', '?')}), {profiles.get('lookup_rows_written', 0):,} lookup "
             f"rows, {profiles.get('edge_rows_written', 0):,} edge rows"
         )
+        for line in _activation_lines(outcome["assets"].get("audience_activations", {})):
+            _print(f"        activation: {line}")
         if failed_checks:
             _print(f"        failed checks: {', '.join(failed_checks)}")
 
@@ -273,6 +346,10 @@ def main(argv: list[str] | None = None) -> int:
     _print(f"ground truth                    -> {lake_root / 'ground_truth'}")
     _print()
     _print("Open the Dagster UI on these runs:  make ui   then browse http://127.0.0.1:3000")
+    _print(
+        "Build audiences in the browser:      .venv/bin/profiles serve --tenants "
+        "examples/tenants.json   then http://127.0.0.1:8080 (key shopfast-3b8f0d6c1a9e4f27)"
+    )
     _print(f"Total wall time: {time.monotonic() - started:.0f}s")
     return 1 if failures else 0
 

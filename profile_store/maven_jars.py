@@ -9,6 +9,7 @@ resolution is redone, never used.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -71,7 +72,13 @@ def resolve_jars(
     home = (cache or cache_root()) / name
     lib = home / "lib"
     if not (home / ".complete").exists():
-        _resolve(name, coordinates, exclude, home, lib)
+        home.mkdir(parents=True, exist_ok=True)
+        # Two processes resolving at once (two test workers, two `make hbase`) would delete
+        # each other's jars: the second waits for the first, then finds the set complete.
+        with open(home / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (home / ".complete").exists():
+                _resolve(name, coordinates, exclude, home, lib)
     return sorted(lib.glob("*.jar"))
 
 
@@ -84,7 +91,6 @@ def _resolve(
             f"Maven (mvn) is needed once to resolve {name}'s jars from Maven Central "
             "(Debian: apt-get install -y maven)"
         )
-    home.mkdir(parents=True, exist_ok=True)
     dependencies = "\n".join(_dependency(c, exclude) for c in coordinates)
     (home / "pom.xml").write_text(_POM.format(name=name, dependencies=dependencies))
     shutil.rmtree(lib, ignore_errors=True)

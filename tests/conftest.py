@@ -10,10 +10,44 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from xdist.scheduler import LoadScopeScheduling
 
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 
 REPO = Path(__file__).resolve().parents[1]
+# The directories whose tests share the slowest fixtures (whole pipeline runs, a real HBase, a
+# webserver and daemon): started first, so that the other worker takes the small ones meanwhile.
+SLOWEST_FIRST = ("real_spark", "orchestration", "conformance", "imports")
+
+
+def distribution_group(relative: str) -> str:
+    """A test's unit of distribution (``make test`` runs 2 pytest-xdist workers): its directory
+    under ``tests/``, or its own file at the top. A group runs whole on one worker, in file
+    order, so the session and module fixtures its tests share are built once, and tests that
+    build on the previous ones (the launched runs) keep their order."""
+    parts = relative.split("::")[0].split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "tests" else parts[-1]
+
+
+class DirectoryScheduling(LoadScopeScheduling):
+    """pytest-xdist's scope scheduling, the scope being ``distribution_group``."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        return distribution_group(nodeid)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log) -> DirectoryScheduling:
+    return DirectoryScheduling(config, log)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The slowest groups first (a stable sort: file order within each group)."""
+
+    def rank(item: pytest.Item) -> int:
+        group = distribution_group(item.nodeid)
+        return SLOWEST_FIRST.index(group) if group in SLOWEST_FIRST else len(SLOWEST_FIRST)
+
+    items.sort(key=rank)
 
 
 @pytest.fixture(scope="session")
