@@ -8,6 +8,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from dagster_pyspark import LazyPySparkResource
 from pyspark.sql import functions as F
 
+from profile_assets.automation import ORDER_ONLY_DEPS
 from profile_assets.partitions import daily_partitions
 from profile_store.audiences.activation import ActivatedAudience, activation_hits
 from profile_store.audiences.engine import AudienceEngine
@@ -55,6 +56,7 @@ def _report(result: ActivatedAudience, members: int, engine: AudienceEngine) -> 
     group_name="audiences",
     kinds={"spark", "hbase"},
     deps=["raw_events", "audience_sketches"],
+    metadata={ORDER_ONLY_DEPS: ["audience_sketches"]},
     description=(
         "Members of every saved audience marked active, counted exactly over the clean events "
         "with the estimate's tree semantics (`last_days` ends on the day), as segment "
@@ -77,9 +79,11 @@ def audience_activations(
     session = spark.spark_session
     hits, results = activation_hits(session, storage, active, day, end_of_day_ms(day))
     target = storage.spark_uri(day_dir(AUDIENCE_ACTIVATIONS, day))
-    hits.write.mode("overwrite").parquet(target)
-    counted = session.read.parquet(target).groupBy("audience_id").agg(F.count("*").alias("n"))
-    members = {row.audience_id: row.n for row in counted.collect()}
+    hits.write.mode("overwrite").parquet(target)  # also when empty: a re-run replaces the day
+    members = {}
+    if results:
+        counted = session.read.parquet(target).groupBy("audience_id").agg(F.count("*").alias("n"))
+        members = {row.audience_id: row.n for row in counted.collect()}
     engine = AudienceEngine(sketch_table_opener(hbase.pool()))
     reports = [_report(r, members.get(r.audience.id, 0), engine) for r in results]
     for report in reports:

@@ -14,7 +14,11 @@ each asset is derived from how it depends on its inputs:
   cascade through every later day (the landing sensor also re-runs only the late day); run a
   backfill over the later days when they should see it;
 - nothing is computed for a day whose ``raw_events`` partition does not exist (a trailing window
-  never reaches into days that have not landed).
+  never reaches into days that have not landed);
+- an input the asset lists under ``ORDER_ONLY_DEPS`` in its metadata only orders the job's steps
+  (``audience_activations`` reads the day's sketches to compare its exact count with them):
+  its updates neither trigger nor block, so a trim-window refresh of later days' sketches does
+  not cascade into their activations and profiles.
 
 As in ``AutomationCondition.eager()``: a partition is requested once per change of its inputs
 (since it was last requested or materialized), a run that materialized an input and then the
@@ -39,6 +43,14 @@ from dagster import (
     map_asset_specs,
 )
 
+ORDER_ONLY_DEPS = "automation/order_only_deps"
+
+
+def _order_only(spec: AssetSpec) -> list[AssetKey]:
+    value = spec.metadata.get(ORDER_ONLY_DEPS)
+    names = getattr(value, "value", value) or []
+    return [AssetKey(name) for name in names]
+
 
 def _is_trailing_window(dep: AssetDep) -> bool:
     mapping = dep.partition_mapping
@@ -52,17 +64,20 @@ def recompute_with_inputs(spec: AssetSpec, day_root: AssetKey) -> AutomationCond
     """
     if spec.key == day_root or not spec.deps:
         return None
-    own_day_before = AssetSelection.assets(spec.key)
     trailing = [dep.asset_key for dep in spec.deps if _is_trailing_window(dep)]
+    order_only = _order_only(spec)
     same_day = [
         dep.asset_key
         for dep in spec.deps
-        if dep.asset_key != spec.key and dep.asset_key not in trailing
+        if dep.asset_key != spec.key
+        and dep.asset_key not in trailing
+        and dep.asset_key not in order_only
     ]
 
+    ignored = order_only + [dep.asset_key for dep in spec.deps if dep.asset_key == spec.key]
     updated = AutomationCondition.any_deps_updated()
-    if any(dep.asset_key == spec.key for dep in spec.deps):
-        updated = updated.ignore(own_day_before)
+    if ignored:
+        updated = updated.ignore(AssetSelection.assets(*ignored))
     day_landed = AutomationCondition.asset_matches(
         day_root, ~AutomationCondition.missing()
     ).with_label(f"{day_root.to_user_string()}_of_the_day_present")
