@@ -17,20 +17,19 @@ from resources import resources_from_env
 from sensors.automation import automation_sensor
 from sensors.landing import daily_pipeline, daily_schedule, landing_sensor
 
+DAILY_ASSETS = [
+    raw_events,
+    attribute_stats,
+    trimmed_attributes,
+    audience_sketches,
+    audience_activations,
+    identity_edges,
+    identity_components,
+    compacted_profiles,
+]
+
 defs = Definitions(
-    assets=with_daily_automation(
-        [
-            raw_events,
-            attribute_stats,
-            trimmed_attributes,
-            audience_sketches,
-            audience_activations,
-            identity_edges,
-            identity_components,
-            compacted_profiles,
-        ],
-        day_root=raw_events.key,
-    ),
+    assets=with_daily_automation(DAILY_ASSETS, day_root=raw_events.key),
     asset_checks=[*raw_events_checks, audience_estimation_error, *profile_checks],
     jobs=[daily_pipeline],
     sensors=[landing_sensor, automation_sensor],

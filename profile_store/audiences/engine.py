@@ -377,15 +377,7 @@ class AudienceEngine:
         days = leaf.days()
         markers = [kept_marker_rowkey(leaf.app_id, leaf.event_type, day, name) for day in days]
         values = [marginal_rowkey(leaf.app_id, leaf.event_type, day, name, value) for day in days]
-        found = dict(table.rows(markers + values, columns=[sketch_column, KEPT_MARKER]))
-        if not all(key in found for key in markers):
-            return None
-        blobs = {
-            day: [found[key][sketch_column]]
-            for day, key in zip(days, values, strict=True)
-            if key in found
-        }
-        return LeafRows(blobs, len(found))
+        return _marked_rows(table, days, markers, values, sketch_column, KEPT_MARKER)
 
     def _read_pairs(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRows | None:
         """A two-attribute leaf: its days' pair rows and pair markers, one multi-get.
@@ -399,15 +391,7 @@ class AudienceEngine:
         app, event = leaf.app_id, leaf.event_type
         markers = [pair_marker_rowkey(app, event, day, (first, second)) for day in days]
         values = [pair_rowkey(app, event, day, leaf.attributes) for day in days]
-        found = dict(table.rows(markers + values, columns=[sketch_column, PAIR_MARKER]))
-        if not all(key in found for key in markers):
-            return None
-        blobs = {
-            day: [found[key][sketch_column]]
-            for day, key in zip(days, values, strict=True)
-            if key in found
-        }
-        return LeafRows(blobs, len(found))
+        return _marked_rows(table, days, markers, values, sketch_column, PAIR_MARKER)
 
     def _union(self, leaf: Leaf, blobs: list[bytes]) -> compact_theta_sketch:
         if leaf.min_count:
@@ -437,6 +421,27 @@ class AudienceEngine:
                     f"attribute {name!r} of {leaf.app_id}/{leaf.event_type} was trimmed or "
                     f"never seen on {_days(sorted(trimmed))}: it cannot be filtered on",
                 )
+
+
+def _marked_rows(
+    table,
+    days: list[date],
+    markers: list[bytes],
+    values: list[bytes],
+    sketch_column: bytes,
+    marker_column: bytes,
+) -> LeafRows | None:
+    """The days' value rows and their markers in one multi-get; None when a marker is missing
+    (the day cannot answer from these rows)."""
+    found = dict(table.rows(markers + values, columns=[sketch_column, marker_column]))
+    if not all(key in found for key in markers):
+        return None
+    blobs = {
+        day: [found[key][sketch_column]]
+        for day, key in zip(days, values, strict=True)
+        if key in found
+    }
+    return LeafRows(blobs, len(found))
 
 
 def _days(days: list[date]) -> str:

@@ -27,20 +27,23 @@ from datetime import date
 import happybase
 import pytest
 from datasketches import AccumulatorPolicy, update_theta_sketch, update_tuple_sketch
+from fastapi.testclient import TestClient
 
 from profile_store.audiences.built_days import built_day_cells
 from profile_store.audiences.engine import AudienceEngine
+from profile_store.audiences.http_api import create_app
 from profile_store.audiences.rowkey import (
     AGGREGATE_HASH,
     kept_marker_rowkey,
     marginal_rowkey,
     sketch_rowkey,
 )
-from profile_store.audiences.saved import AUDIENCE_TABLE
+from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
 from profile_store.audiences.sketch_table import SKETCH_TABLE, delete_rows, ensure_table, write_rows
+from profile_store.audiences.tenants import Tenants
 from profile_store.audiences.tuple_serde import SERDE
-from profile_store.hbase_client import HBaseSettings, hbase_pool, sketch_table_opener
+from profile_store.hbase_client import HBaseSettings, hbase_pool, sketch_table_opener, table_opener
 from profile_store.hbase_gateway.process import EmbeddedGateway
 
 DAY_1, DAY_2 = date(2026, 11, 1), date(2026, 11, 2)
@@ -214,3 +217,15 @@ def builder_pool(builder_gateway: EmbeddedGateway) -> Iterator[happybase.Connect
             table = connection.table(AUDIENCE_TABLE)
             delete_rows(table, [key for key, _ in table.scan()])
         yield pool
+
+
+@pytest.fixture
+def builder_client(builder_pool) -> Iterator[TestClient]:
+    """The HTTP app with the builder's endpoints over ``builder_pool``."""
+    app = create_app(
+        AudienceEngine(sketch_table_opener(builder_pool)),
+        Tenants.from_config(BUILDER_TENANTS),
+        saved=SavedAudiences(table_opener(builder_pool, AUDIENCE_TABLE)),
+    )
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client

@@ -3,16 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import BUILDER_TENANTS, RIVAL_KEY, SHOP_KEY
-from fastapi.testclient import TestClient
+from conftest import RIVAL_KEY, SHOP_KEY
 
 from profile_store.audiences.discovery import NotBuilt, app_catalog, event_attributes
-from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.http_api import create_app
-from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.sketch_table import SKETCH_TABLE
-from profile_store.audiences.tenants import Tenants
-from profile_store.hbase_client import sketch_table_opener, table_opener
 
 
 class CountingTable:
@@ -39,14 +33,8 @@ def table(builder_pool):
 
 
 @pytest.fixture
-def client(builder_pool):
-    app = create_app(
-        AudienceEngine(sketch_table_opener(builder_pool)),
-        Tenants.from_config(BUILDER_TENANTS),
-        saved=SavedAudiences(table_opener(builder_pool, AUDIENCE_TABLE)),
-    )
-    with TestClient(app, raise_server_exceptions=False) as test_client:
-        yield test_client
+def client(builder_client):
+    return builder_client
 
 
 def test_the_catalog_lists_each_event_type_with_the_days_it_has_users(table):

@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import BUILDER_TENANTS, RIVAL_KEY, SHOP_KEY
-from fastapi.testclient import TestClient
+from conftest import RIVAL_KEY, SHOP_KEY
 
-from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.http_api import create_app
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
-from profile_store.audiences.tenants import Tenants
-from profile_store.hbase_client import sketch_table_opener, table_opener
+from profile_store.hbase_client import table_opener
 
 SAVED = "/v1/audiences/saved"
 SHOP = {"X-API-Key": SHOP_KEY}
@@ -27,14 +23,8 @@ RED = leaf("purchase", attributes={"color": "red"})  # even u0..u18 and u20..u29
 
 
 @pytest.fixture
-def client(builder_pool):
-    app = create_app(
-        AudienceEngine(sketch_table_opener(builder_pool)),
-        Tenants.from_config(BUILDER_TENANTS),
-        saved=SavedAudiences(table_opener(builder_pool, AUDIENCE_TABLE)),
-    )
-    with TestClient(app, raise_server_exceptions=False) as test_client:
-        yield test_client
+def client(builder_client):
+    return builder_client
 
 
 def save(client, name: str, query: dict, headers=SHOP, **extra) -> dict:

@@ -13,11 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import DagsterInstance, materialize
 
-from profile_assets.activation_assets import audience_activations
-from profile_assets.audience_assets import attribute_stats, audience_sketches, trimmed_attributes
-from profile_assets.identity_assets import identity_components, identity_edges
-from profile_assets.profile_assets import compacted_profiles
-from profile_assets.raw_events import raw_events
+from profile_assets.definitions import DAILY_ASSETS
 from profile_store.audiences.saved import AUDIENCE_TABLE, Activation, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
 from profile_store.generator.lake import generate_lake
@@ -67,16 +63,7 @@ def activated(spark, tmp_path_factory):
         "hbase": hbase,
     }
     instance = DagsterInstance.ephemeral()
-    assets = [
-        raw_events,
-        attribute_stats,
-        trimmed_attributes,
-        audience_sketches,
-        audience_activations,
-        identity_edges,
-        identity_components,
-        compacted_profiles,
-    ]
+    assets = DAILY_ASSETS  # without their automation conditions or bound resources
     with hbase.connection() as connection:
         ensure_audience_table(connection)
     store = SavedAudiences(table_opener(hbase.pool(), AUDIENCE_TABLE))
