@@ -126,7 +126,8 @@ def _activate_demo_audience() -> None:
         with hbase.connection() as connection:
             ensure_audience_table(connection)
         store = SavedAudiences(table_opener(hbase.pool(), AUDIENCE_TABLE))
-        activation = Activation(DEMO_SEGMENT, 7)
+        # 90 days: still live when the profiles are read weeks after the sample days.
+        activation = Activation(DEMO_SEGMENT, 90)
         saved = {a.name: a for a in store.list(DEMO_TENANT)}
         if DEMO_AUDIENCE in saved:
             store.update(DEMO_TENANT, saved[DEMO_AUDIENCE].id, query=tree, activation=activation)
