@@ -44,7 +44,7 @@ def _report(result: ActivatedAudience, members: int, engine: AudienceEngine) -> 
     return {
         **entry,
         "sketch_estimate": round(estimate.estimate),
-        "sketch_lower_95": int(estimate.lower_95),
+        "sketch_lower_95": math.floor(estimate.lower_95),
         "sketch_upper_95": math.ceil(estimate.upper_95),
         "relative_difference": None if difference is None else round(difference, 4),
         "within_bounds": estimate.lower_95 <= members <= estimate.upper_95,

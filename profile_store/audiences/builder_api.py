@@ -21,7 +21,7 @@ from fastapi import Path as UrlPath
 from pydantic import BaseModel, ConfigDict, Field
 
 from profile_store.audiences.discovery import NotBuilt, app_catalog, event_attributes
-from profile_store.audiences.engine import AudienceEngine
+from profile_store.audiences.engine import AudienceEngine, OverlapQueryError
 from profile_store.audiences.query import Node, QueryError
 from profile_store.audiences.saved import (
     Activation,
@@ -134,22 +134,20 @@ def _activation(body: dict, field: str = "activation") -> Activation | None:
         raise ApiError(400, "invalid_request", exc.problem, f"$.{exc.field}") from None
 
 
-def _store_errors() -> contextlib.AbstractContextManager:
-    @contextlib.contextmanager
-    def mapped() -> Iterator[None]:
-        try:
-            with hbase_failures("a saved audience"):
-                yield
-        except UnknownAudience as exc:
-            raise ApiError(404, "unknown_audience", f"no saved audience {exc.args[0]!r}") from None
-        except DuplicateName as exc:
-            raise ApiError(409, "duplicate_name", exc.problem, f"$.{exc.field}") from None
-        except SegmentTaken as exc:
-            raise ApiError(409, "segment_taken", exc.problem, f"$.{exc.field}") from None
-        except SavedAudienceError as exc:
-            raise ApiError(400, "invalid_request", exc.problem, f"$.{exc.field}") from None
-
-    return mapped()
+@contextlib.contextmanager
+def _store_errors() -> Iterator[None]:
+    """The store's refusals as 404 / 409 / 400, HBase failures as 502 / 503."""
+    try:
+        with hbase_failures("a saved audience"):
+            yield
+    except UnknownAudience as exc:
+        raise ApiError(404, "unknown_audience", f"no saved audience {exc.args[0]!r}") from None
+    except DuplicateName as exc:
+        raise ApiError(409, "duplicate_name", exc.problem, f"$.{exc.field}") from None
+    except SegmentTaken as exc:
+        raise ApiError(409, "segment_taken", exc.problem, f"$.{exc.field}") from None
+    except SavedAudienceError as exc:
+        raise ApiError(400, "invalid_request", exc.problem, f"$.{exc.field}") from None
 
 
 def _object(body: Any, allowed: set[str]) -> dict:
@@ -354,11 +352,9 @@ def builder_router(
         try:
             with hbase_failures("an overlap"):
                 matrix = engine.overlap([a.query for a in audiences])
-        except QueryError as exc:
-            index = int(exc.path[2 : exc.path.index("]")])
-            inner = "$" + exc.path[exc.path.index("]") + 1 :]
-            message = f"audience {audiences[index].name!r}, at {inner}: {exc.problem}"
-            raise ApiError(422, "unanswerable_query", message, f"$.ids[{index}]") from None
+        except OverlapQueryError as exc:
+            message = f"audience {audiences[exc.index].name!r}, at {exc.path}: {exc.problem}"
+            raise ApiError(422, "unanswerable_query", message, f"$.ids[{exc.index}]") from None
         return OverlapResponse(
             audiences=[
                 OverlapAudience(id=a.id, name=a.name, **matrix[i][i].to_dict())

@@ -180,6 +180,14 @@ def leaf_dates(query: Node) -> list[dict]:
     ]
 
 
+class OverlapQueryError(QueryError):
+    """One of the overlap's trees cannot be answered; ``index`` is its position."""
+
+    def __init__(self, index: int, error: QueryError) -> None:
+        super().__init__(error.path, error.problem)
+        self.index = index
+
+
 MAX_CHART_DAYS = 92
 """Longest range ``daily`` charts: a quarter of days, each one estimate."""
 
@@ -231,8 +239,8 @@ class AudienceEngine:
 
     def overlap(self, trees: list[dict]) -> list[list[Bounds]]:
         """The sizes of several audiences and of each pair's intersection: ``[i][i]`` is
-        audience i, ``[i][j]`` users in both i and j. Every tree is read once; an error's path
-        starts with the tree's index (``$[1].intersection[0]``)."""
+        audience i, ``[i][j]`` users in both i and j. Every tree is read once; an error says
+        which tree (``OverlapQueryError.index``)."""
         results = []
         with self.open_table() as table:
             for i, tree in enumerate(trees):
@@ -240,7 +248,7 @@ class AudienceEngine:
                     query = self._resolved(table, parse_query(tree, self.limits))
                     results.append(self._evaluate(table, query)[0])
                 except QueryError as exc:
-                    raise QueryError(f"$[{i}]{exc.path[1:]}", exc.problem) from None
+                    raise OverlapQueryError(i, exc) from None
         matrix = []
         for i, first in enumerate(results):
             row = []

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from types import EllipsisType
 from typing import Any
 
 from profile_store.audiences.rowkey import SEPARATOR, decode_component, encode_component
@@ -185,7 +186,7 @@ class SavedAudiences:
         *,
         name: str | None = None,
         query: dict | None = None,
-        activation: Activation | None | type[...] = ...,
+        activation: Activation | None | EllipsisType = ...,
     ) -> SavedAudience:
         """Change the given fields; ``activation=None`` removes it, ``...`` leaves it."""
         current = self.get(tenant, audience_id)
