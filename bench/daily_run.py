@@ -82,11 +82,12 @@ class Runner:
         os.environ.setdefault("PROFILES_START_DATE", START.isoformat())
         from dagster import DagsterInstance
 
-        from profile_assets.definitions import defs
+        from profile_assets.definitions import daily_assets, defs
         from resources import resources_from_env
 
         self.defs = defs
-        self.definitions = [*defs.assets, *(defs.asset_checks if checks else [])]
+        self.daily_assets = daily_assets
+        self.definitions = [*daily_assets, *(defs.asset_checks if checks else [])]
         self.instance = DagsterInstance.ephemeral()
         self.resources = resources_from_env(
             {
@@ -97,7 +98,7 @@ class Runner:
         )
 
     def asset_names(self) -> list[str]:
-        return [key.to_user_string() for asset in self.defs.assets for key in asset.keys]
+        return [key.to_user_string() for asset in self.daily_assets for key in asset.keys]
 
     def run(self, day: date, assets: list[str]) -> tuple[float, dict[str, float]]:
         """Wall seconds of one run, and seconds per step (asset or check)."""

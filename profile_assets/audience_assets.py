@@ -1,8 +1,6 @@
 """Audience assets: attribute statistics, the trimming decision, and the sketch tables."""
 
-import json
 import os
-from collections import Counter
 from datetime import date, timedelta
 
 from dagster import (
@@ -24,14 +22,11 @@ from profile_store.audiences.attribute_stats import (
     daily_attribute_stats,
     trim_decisions,
 )
-from profile_store.audiences.built_days import built_day_cells
-from profile_store.audiences.rowkey import day_component
-from profile_store.audiences.sketch_rows import MAX_PAIR_ROWS, day_sketch_rows
-from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table
-from profile_store.audiences.sketch_writer import remove_stale_rows, write_sketch_rows
+from profile_store.audiences.day_sketches import build_day_sketches
+from profile_store.audiences.sketch_rows import MAX_PAIR_ROWS
+from profile_store.audiences.sketch_table import SKETCH_TABLE
 from profile_store.lake_layout import (
     ATTRIBUTE_STATS,
-    AUDIENCE_SKETCHES,
     TRIMMED_ATTRIBUTES,
     day_dir,
     events_day,
@@ -187,48 +182,19 @@ def audience_sketches(
     lake: LakeResource,
     hbase: HBaseResource,
 ) -> MaterializeResult:
-    day = date.fromisoformat(context.partition_key)
-    storage = lake.storage()
-    session = spark.spark_session
-    events = session.read.parquet(storage.spark_uri(events_day(day)))
-    decisions = session.read.parquet(storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, day)))
-    rows = day_sketch_rows(
-        events, decisions, day_component(day), config.lg_k, config.max_pair_rows
-    ).persist()
-    try:
-        with hbase.connection() as connection:
-            ensure_table(connection, SKETCH_TABLE)
-        written = write_sketch_rows(rows, hbase.thrift_address(), SKETCH_TABLE, config.batch_size)
-        keys = rows.select("rowkey", "row_kind", "app_id", "event_type", "events").collect()
-    finally:
-        rows.unpersist()
-
-    manifest_path = f"{day_dir(AUDIENCE_SKETCHES, day)}/pairs.json"
-    pairs = {(r.app_id, r.event_type) for r in keys}
-    if storage.exists(manifest_path):
-        pairs |= {tuple(p) for p in json.loads(storage.read_bytes(manifest_path))}
-    with hbase.connection() as connection:
-        removed = remove_stale_rows(
-            connection.table(SKETCH_TABLE), day, pairs, {r.rowkey.encode() for r in keys}
-        )
-    current_pairs = sorted({(r.app_id, r.event_type) for r in keys})
-    storage.write_bytes(manifest_path, json.dumps(current_pairs).encode())
-    # Last: from now on a pair without rows on this day is answered as zero users, not refused.
-    with hbase.connection() as connection:
-        connection.table(SKETCH_TABLE).put(*built_day_cells(day, current_pairs))
-
-    kinds = Counter(r.row_kind for r in keys)
+    counts = build_day_sketches(
+        spark.spark_session,
+        lake.storage(),
+        hbase.connection,
+        hbase.thrift_address(),
+        date.fromisoformat(context.partition_key),
+        config.lg_k,
+        config.max_pair_rows,
+        config.batch_size,
+    )
     return MaterializeResult(
         metadata={
-            "dagster/row_count": written,
-            "combination_rows": kinds["combination"],
-            "aggregate_rows": kinds["aggregate"],
-            "marginal_rows": kinds["marginal"],
-            "kept_marker_rows": kinds["kept_marker"],
-            "pair_rows": kinds["pair"],
-            "pair_marker_rows": kinds["pair_marker"],
-            "stale_rows_removed": removed,
-            "events": sum(r.events for r in keys if r.row_kind == "aggregate"),
+            **counts,
             "lg_k": config.lg_k,
             "hbase_table": SKETCH_TABLE,
         }

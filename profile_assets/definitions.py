@@ -8,6 +8,7 @@ from profile_assets.activation_assets import audience_activations
 from profile_assets.audience_assets import attribute_stats, audience_sketches, trimmed_attributes
 from profile_assets.audience_checks import audience_estimation_error
 from profile_assets.automation import with_daily_automation
+from profile_assets.erasure_assets import erasure
 from profile_assets.identity_assets import identity_components, identity_edges
 from profile_assets.profile_assets import compacted_profiles
 from profile_assets.profile_checks import profile_checks
@@ -15,6 +16,7 @@ from profile_assets.raw_events import raw_events
 from profile_assets.raw_events_checks import raw_events_checks
 from resources import resources_from_env
 from sensors.automation import automation_sensor
+from sensors.erasure import erasure_job, erasure_schedule, erasure_sensor
 from sensors.landing import daily_pipeline, daily_schedule, landing_sensor
 
 DAILY_ASSETS = [
@@ -28,12 +30,15 @@ DAILY_ASSETS = [
     compacted_profiles,
 ]
 
+# The assets of one day, with their automation conditions (what `daily_pipeline` runs).
+daily_assets = with_daily_automation(DAILY_ASSETS, day_root=raw_events.key)
+
 defs = Definitions(
-    assets=with_daily_automation(DAILY_ASSETS, day_root=raw_events.key),
+    assets=[*daily_assets, erasure],
     asset_checks=[*raw_events_checks, audience_estimation_error, *profile_checks],
-    jobs=[daily_pipeline],
-    sensors=[landing_sensor, automation_sensor],
-    schedules=[daily_schedule],
+    jobs=[daily_pipeline, erasure_job],
+    sensors=[landing_sensor, automation_sensor, erasure_sensor],
+    schedules=[daily_schedule, erasure_schedule],
     resources=resources_from_env(),
     # One Spark session per run: steps share it instead of each starting a JVM.
     executor=in_process_executor,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from dagster import DagsterInstance, materialize
 
-from profile_assets.definitions import defs
+from profile_assets.definitions import daily_assets, defs
 from resources import resources_from_env
 
 
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for day in args.days:
             result = materialize(
-                [*defs.assets, *defs.asset_checks],
+                [*daily_assets, *defs.asset_checks],
                 partition_key=day,
                 resources=resources,
                 instance=instance,

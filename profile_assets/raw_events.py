@@ -40,6 +40,8 @@ def ingest_metadata(summary: IngestSummary) -> dict:
         "quarantined_pct": round(summary.quarantine_share * 100, 4),
         "quarantined_by_reason": MetadataValue.json(summary.quarantined_by_reason),
         "duplicates_dropped": summary.duplicates_dropped,
+        # Rows of forgotten ids (erasure requests): dropped, neither kept nor quarantined.
+        "suppressed": summary.suppressed,
         "landing_files": summary.landing_files,
         "unreadable_files": len(summary.unreadable_files),
         "unreadable_bytes_pct": round(summary.unreadable_share * 100, 4),
@@ -82,7 +84,7 @@ def raw_events(
     summary = ingest_day(spark.spark_session, lake.storage(), day, rules)
     context.log.info(
         f"{day}: {summary.clean_rows:,} clean rows, {summary.quarantined_rows:,} quarantined, "
-        f"{summary.duplicates_dropped:,} duplicates dropped"
+        f"{summary.duplicates_dropped:,} duplicates dropped, {summary.suppressed:,} suppressed"
     )
     for unreadable in summary.unreadable_files:
         context.log.warning(

@@ -20,6 +20,7 @@ COMMAND_MODULES = (
     "profile_store.service",
     "profile_assets.run_days",
     "profile_store.imports.cli",
+    "profile_store.erasure.cli",
 )
 
 

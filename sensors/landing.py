@@ -19,13 +19,14 @@ from dagster import (
 )
 
 from profile_assets.partitions import daily_partitions
+from profile_store.erasure.lake_rewrite import rewritten_landing_digest
 from profile_store.landing_watch import changed_days, complete_days
 from resources.lake import LakeResource
 from sensors.interval import sensor_interval_seconds
 
 daily_pipeline = define_asset_job(
     "daily_pipeline",
-    selection=AssetSelection.all(),
+    selection=AssetSelection.all() - AssetSelection.assets("erasure"),
     partitions_def=daily_partitions,
     description="Every daily asset and its checks for one UTC day.",
 )
@@ -67,7 +68,8 @@ def already_ingested(instance: DagsterInstance, day: str, digest: str) -> bool:
 )
 def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
     seen: dict[str, str] = json.loads(context.cursor or "{}")
-    changed = changed_days(seen, complete_days(lake.storage()))
+    storage = lake.storage()
+    changed = changed_days(seen, complete_days(storage))
     if not changed:
         yield SkipReason("no new complete landing files")
         return
@@ -78,6 +80,8 @@ def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
             context.log.info(f"landing day {day.day} is not a partition yet; will retry")
             continue
         seen[day.day] = day.digest
+        if rewritten_landing_digest(storage, day.day) == day.digest:
+            continue  # the erasure step rewrote these files (and the day's events with them)
         if already_ingested(context.instance, day.day, day.digest):
             covered.append(day.day)
             continue

@@ -17,7 +17,7 @@ os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 REPO = Path(__file__).resolve().parents[1]
 # The directories whose tests share the slowest fixtures (whole pipeline runs, a real HBase, a
 # webserver and daemon): started first, so that the other worker takes the small ones meanwhile.
-SLOWEST_FIRST = ("real_spark", "orchestration", "conformance", "imports")
+SLOWEST_FIRST = ("real_spark", "orchestration", "conformance", "erasure", "imports")
 
 
 def distribution_group(relative: str) -> str:

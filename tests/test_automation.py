@@ -20,7 +20,7 @@ from dagster import (
     materialize,
 )
 
-from profile_assets.definitions import defs
+from profile_assets.definitions import daily_assets, defs
 from profile_store.generator.lake import generate_lake
 from resources import resources_from_env
 from sensors.automation import automation_sensor
@@ -64,7 +64,7 @@ def lake_resources(tmp_path_factory, name: str) -> dict:
 def raw_events_alone(day: str, resources: dict, instance: DagsterInstance) -> None:
     """raw_events of one day materialized on its own, as from the UI."""
     materialize(
-        list(defs.assets),
+        list(daily_assets),
         selection=["raw_events"],
         partition_key=day,
         resources=resources,
@@ -78,7 +78,7 @@ def ticks(spark, tmp_path_factory) -> dict[str, dict[str, list[str]]]:
     resources = lake_resources(tmp_path_factory, "automation_lake")
     instance = DagsterInstance.ephemeral()
     location = Definitions(
-        assets=list(defs.assets),
+        assets=list(daily_assets),
         asset_checks=list(defs.asset_checks),
         jobs=[daily_pipeline],
         resources=resources,
@@ -105,7 +105,7 @@ def ticks(spark, tmp_path_factory) -> dict[str, dict[str, list[str]]]:
         requests = next_tick("raw_events D2 alone")
 
         automation_run = materialize(
-            [*defs.assets, *defs.asset_checks],
+            [*daily_assets, *defs.asset_checks],
             selection=list(requests),
             partition_key=D2,
             resources=resources,

@@ -169,8 +169,12 @@ def test_the_landing_and_automation_sensors_are_on_and_the_schedule_listed(locat
     _, repository = location
     sensors = {s["name"]: s["sensorState"]["status"] for s in repository["sensors"]}
     schedules = {s["name"]: s["scheduleState"]["status"] for s in repository["schedules"]}
-    assert sensors == {"landing_sensor": "RUNNING", "automation_sensor": "RUNNING"}
-    assert set(schedules) == {"daily_pipeline_schedule"}
+    assert sensors == {
+        "landing_sensor": "RUNNING",
+        "automation_sensor": "RUNNING",
+        "erasure_sensor": "RUNNING",
+    }
+    assert set(schedules) == {"daily_pipeline_schedule", "erasure_job_schedule"}
 
 
 def test_the_run_limit_of_the_instance_configs_names_this_location(location):

@@ -9,6 +9,7 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from profile_store.erasure.suppression import Suppression
 from profile_store.events.json_lines import LINE
 from profile_store.events.schema import SOURCE_FILE
 from profile_store.events.unreadable_files import UnreadableFile, unreadable_files
@@ -28,6 +29,8 @@ from profile_store.lake_layout import SUCCESS_MARKER, events_day, landing_day, q
 from profile_store.lake_storage import LakeFile, LakeStorage
 from profile_store.landing_watch import is_landing_data, landing_digest
 
+SUPPRESSED = "suppressed"
+
 
 @dataclass
 class IngestSummary:
@@ -45,6 +48,7 @@ class IngestSummary:
     max_event_time: datetime | None = None
     events_uri: str = ""
     quarantine_uri: str = ""
+    suppressed: int = 0  # rows of forgotten ids (erasure): dropped, never quarantined
 
     @property
     def quarantined_rows(self) -> int:
@@ -115,7 +119,14 @@ def ingest_day(
         else spark.createDataFrame([], f"{LINE} string")
     )
     landing = landing.where(F.trim(F.col(LINE)) != "").withColumn(SOURCE_FILE, F.input_file_name())
-    checked = check_lines(landing, day, rules).persist(StorageLevel.MEMORY_AND_DISK)
+    checked = check_lines(landing, day, rules)
+    suppression = Suppression.load(storage)
+    if suppression.digests:
+        # Marked as a reason of their own: counted, then left out of both outputs.
+        checked = checked.withColumn(
+            "reason", F.when(suppression.matches(), F.lit(SUPPRESSED)).otherwise(F.col("reason"))
+        )
+    checked = checked.persist(StorageLevel.MEMORY_AND_DISK)
     repeated = repeated_event_ids(checked).localCheckpoint(eager=True)
     classified = resolve_duplicates(checked, repeated)
     try:
@@ -145,7 +156,10 @@ def ingest_day(
             .write.mode("overwrite")
             .parquet(events_uri)
         )
-        quarantine = quarantined_rows(checked, day, rules).unionByName(conflicting_rows(classified))
+        not_suppressed = F.coalesce(F.col("reason") != F.lit(SUPPRESSED), F.lit(True))
+        quarantine = quarantined_rows(checked.where(not_suppressed), day, rules).unionByName(
+            conflicting_rows(classified)
+        )
         if unreadable:
             quarantine = quarantine.unionByName(_file_records(spark, storage, unreadable))
         quarantine.coalesce(1).write.mode("overwrite").parquet(quarantine_uri)
@@ -167,4 +181,5 @@ def ingest_day(
         max_event_time=clean[0]["max_time"] if clean else None,
         events_uri=events_uri,
         quarantine_uri=quarantine_uri,
+        suppressed=counts.get(SUPPRESSED, 0),
     )

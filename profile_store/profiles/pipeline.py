@@ -27,6 +27,7 @@ from pyspark.sql.types import (
     StructType,
 )
 
+from profile_store.erasure.suppression import Suppression, digest_column
 from profile_store.events.schema import EVENTS_SCHEMA
 from profile_store.hbase_client import ThriftAddress
 from profile_store.identity.pipeline import (
@@ -253,6 +254,73 @@ def _withdrawn_pairs(
     return [(row.profile_a, row.profile_b) for row in gone.collect()]
 
 
+def _not_suppressed(
+    frame: DataFrame, suppression: Suppression, columns: tuple[str, ...] = ("profile",)
+) -> DataFrame:
+    """Without the rows of forgotten profiles: until the erasure step has taken them out of
+    the lake, a compaction must not write them back to HBase."""
+    if not suppression.digests:
+        return frame
+    listed = sorted(suppression.digests)
+    for name in columns:
+        frame = frame.where(~digest_column(suppression.salt, F.col(name)).isin(listed))
+    return frame
+
+
+def rewrite_components(
+    spark: SparkSession,
+    storage: LakeStorage,
+    address: ThriftAddress,
+    day: date,
+    profiles: list[str],
+    settings: CompactionSettings,
+) -> int:
+    """Rewrite in HBase the rows of the components that hold ``profiles`` after ``day``, from
+    the day's profile state, with their edge and lookup rows; returns the rows written.
+
+    The erasure step's way of giving the others of a forgotten person's component their own
+    picture again (split components, new masters, without the person's segments and counters).
+    """
+    if not profiles:
+        return 0
+    as_of = end_of_day_ms(day)
+    assignment = spark.read.schema(ASSIGNMENT_SCHEMA).parquet(
+        storage.spark_uri(day_dir(IDENTITY_COMPONENTS, day))
+    )
+    changed = spark.createDataFrame([(p,) for p in sorted(profiles)], "profile string")
+    members = members_to_rewrite(changed, assignment).localCheckpoint(eager=True)
+    segments = spark.read.schema(SEGMENTS_SCHEMA).parquet(
+        storage.spark_uri(day_dir(PROFILE_SEGMENTS, day))
+    )
+    counters = spark.read.schema(COUNTERS_SCHEMA).parquet(
+        storage.spark_uri(day_dir(PROFILE_COUNTERS, day))
+    )
+    profile_history = read_history(spark, storage, IDENTITY_PROFILES, PROFILES_SCHEMA, day)
+    rows = compacted_rows(
+        members,
+        _attributes(profile_history, members),
+        segments,
+        counters,
+        settings.half_life_ms,
+        as_of,
+        settings.max_associations,
+    ).localCheckpoint(eager=True)
+    written, _ = write_profiles(rows, address, settings.table_name, settings.half_life_ms, as_of)
+    surviving = surviving_edges(spark, storage, day, settings.weight_threshold)
+    write_edges(_component_edges(surviving, members), address, settings.table_name)
+    quarantined = (
+        read_history(spark, storage, IDENTITY_QUARANTINE, QUARANTINE_KEYS_SCHEMA, day)
+        .select("key_type", "key")
+        .distinct()
+    )
+    no_deletes = spark.createDataFrame([], QUARANTINE_KEYS_SCHEMA)
+    key_history = read_history(spark, storage, IDENTITY_KEYS, KEYS_SCHEMA, day)
+    write_lookups(
+        _lookups(key_history, quarantined, members, no_deletes), address, settings.table_name
+    )
+    return written
+
+
 def compact_day(
     spark: SparkSession,
     storage: LakeStorage,
@@ -337,7 +405,9 @@ def compact_day(
     changed = changed_profiles(day_profiles, assignment, previous_assignment).localCheckpoint(
         eager=True
     )
-    members = members_to_rewrite(changed, assignment).localCheckpoint(eager=True)
+    suppression = Suppression.load(storage)
+    members = _not_suppressed(members_to_rewrite(changed, assignment), suppression)
+    members = members.localCheckpoint(eager=True)
     rows = compacted_rows(
         members,
         _attributes(profile_history, members),
@@ -350,7 +420,11 @@ def compact_day(
 
     written, stale = write_profiles(rows, address, settings.table_name, h, as_of)
 
-    surviving = surviving_edges(spark, storage, day, settings.weight_threshold)
+    surviving = _not_suppressed(
+        surviving_edges(spark, storage, day, settings.weight_threshold),
+        suppression,
+        ("profile_a", "profile_b"),
+    )
     edges_written = write_edges(_component_edges(surviving, members), address, settings.table_name)
     withdrawn = _withdrawn_pairs(spark, storage, day, surviving)
     quarantined = (

@@ -23,7 +23,7 @@ import pytest
 from dagster import DagsterInstance, materialize
 from fastapi.testclient import TestClient
 
-from profile_assets.definitions import defs
+from profile_assets.definitions import daily_assets, defs
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.http_api import create_app
 from profile_store.audiences.sketch_table import SKETCH_TABLE
@@ -83,7 +83,7 @@ def run_days(environment: dict[str, str]) -> None:
     try:
         for day in DAYS:
             result = materialize(
-                [*defs.assets, *defs.asset_checks],
+                [*daily_assets, *defs.asset_checks],
                 partition_key=day,
                 resources=resources,
                 instance=instance,

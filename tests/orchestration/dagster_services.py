@@ -381,16 +381,23 @@ class DagsterServices:
                 )
             }
 
+    def check_evaluations(self, run_id: str) -> list:
+        """Each asset check evaluation the run recorded."""
+        with self.instance() as instance:
+            records = instance.all_logs(run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
+            return [record.dagster_event.event_specific_data for record in records]
+
     def check_outcomes(self, run_id: str) -> dict[str, bool]:
         """Each asset check the run evaluated, and whether it passed."""
-        with self.instance() as instance:
-            outcomes = {}
-            for record in instance.all_logs(
-                run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION
-            ):
-                evaluation = record.dagster_event.event_specific_data
-                outcomes[evaluation.check_name] = evaluation.passed
-            return outcomes
+        return {e.check_name: e.passed for e in self.check_evaluations(run_id)}
+
+    def check_failures(self, run_id: str) -> dict[str, str]:
+        """Each asset check of the run that did not pass, with its description and metadata."""
+        return {
+            e.check_name: f"{e.description} { ({k: v.value for k, v in e.metadata.items()}) }"
+            for e in self.check_evaluations(run_id)
+            if not e.passed
+        }
 
     def explain_run(self, run_id: str) -> str:
         with self.instance() as instance:

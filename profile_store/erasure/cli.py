@@ -1,0 +1,116 @@
+"""``profiles forget``: record an erasure request and take the person out of HBase at once.
+
+```
+profiles forget ID [ID ...] [--key-type member_id] [--lake ROOT] [--json]
+```
+
+Prints the request id and what was deleted at once (counts only). The erasure step of the
+daily schedule (or ``dagster asset materialize --select erasure``) does the rest. Exit codes as
+every command: 0 recorded; 1 HBase or the lake unusable; 2 bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+
+from profile_store.cli_conventions import (
+    EXIT_FAILURE,
+    EXIT_INPUT,
+    EXIT_OK,
+    HBASE_FAILURES,
+    MissingTable,
+    add_hbase_options,
+    add_json_option,
+    fail,
+    is_table_not_found,
+    missing_table_message,
+    require_table_store,
+    settings_from_args,
+    shorten_usage,
+)
+from profile_store.erasure.forget import ForgetResult, forget
+from profile_store.erasure.requests import PROFILE_ID, ErasureRequestError, given_ids
+from profile_store.hbase_client import hbase_pool, table_opener
+from profile_store.profiles.reads import key_types_from_env
+from profile_store.profiles.table import PROFILE_TABLE
+
+
+def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Register ``forget`` on the ``profiles`` CLI."""
+    parser = subparsers.add_parser(
+        "forget",
+        help="forget a person everywhere (erasure request): HBase at once, the lake next run",
+        description="Record an erasure request for a person's ids: their rows leave the "
+        "profiles table at once, their ids go on the suppression list (salted digests), and "
+        "the erasure step removes them from the lake, the identity graph and the sketches.",
+    )
+    parser.add_argument("ids", nargs="+", metavar="ID", help="the person's ids")
+    parser.add_argument(
+        "--key-type",
+        default=PROFILE_ID,
+        help=f"what the ids are: {PROFILE_ID} (a device or cookie id, the default), member_id "
+        "(a login) or email_sha256 (a hashed email), or another configured alternate id type",
+    )
+    parser.add_argument(
+        "--lake",
+        metavar="ROOT",
+        help="directory or s3://bucket/prefix (default: PROFILES_LAKE_ROOT)",
+    )
+    add_json_option(parser)
+    add_hbase_options(parser)
+    shorten_usage(parser)
+    parser.set_defaults(func=run_forget)
+    return parser
+
+
+def format_result(result: ForgetResult) -> str:
+    request = result.request
+    if not result.found:
+        head = f"request {request.request_id}: nothing found for these ids (suppressed anyway)"
+    else:
+        head = f"request {request.request_id}: {result.profiles_resolved} profile ids of the person"
+    counts = [f"  {name}: {value}" for name, value in request.immediate.items()]
+    return "\n".join([head, *counts, "the erasure step removes the rest from the lake"])
+
+
+def run_forget(args: argparse.Namespace) -> int:
+    from resources.lake import LakeResource
+
+    settings = None
+    try:
+        given = given_ids(args.ids, args.key_type, key_types_from_env())
+        settings = settings_from_args(args)
+        require_table_store(settings, PROFILE_TABLE)
+        env = dict(os.environ)
+        if args.lake:
+            env["PROFILES_LAKE_ROOT"] = args.lake
+        lake = LakeResource.from_env(env)
+        with hbase_pool(settings) as pool:
+            result = forget(lake.storage(), table_opener(pool, PROFILE_TABLE), given)
+    except ErasureRequestError as exc:
+        return fail(args, EXIT_INPUT, "invalid_request", str(exc))
+    except MissingTable as exc:
+        return fail(args, EXIT_FAILURE, "table_not_found", str(exc))
+    except HBASE_FAILURES as exc:
+        if settings is not None and is_table_not_found(exc):
+            return fail(
+                args,
+                EXIT_FAILURE,
+                "table_not_found",
+                missing_table_message(settings, PROFILE_TABLE),
+            )
+        return fail(args, EXIT_FAILURE, "hbase_unavailable", f"HBase: {exc}")
+    except OSError as exc:
+        return fail(args, EXIT_FAILURE, "lake_unavailable", f"lake: {exc}")
+    if args.as_json:
+        body = {
+            "request_id": result.request.request_id,
+            "found": result.found,
+            **result.request.immediate,
+        }
+        print(json.dumps(body))
+    else:
+        print(format_result(result))
+    return EXIT_OK

@@ -1,0 +1,319 @@
+"""Forgetting a person: gone from every store within one run of the erasure step, for good.
+
+On a generated lake of three days with ``scenario``'s three planted persons (P bridges A and B),
+built by the daily assets: ``forget`` P by one id, then one run of the ``erasure`` asset, then
+a fourth day whose landing files hold P's ids again.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import shutil
+from dataclasses import dataclass
+from datetime import date, timedelta
+from pathlib import Path
+from types import SimpleNamespace
+
+import pyarrow.parquet as pq
+import pytest
+from dagster import DagsterInstance, materialize
+from scenario import A_IDS, APP, B_IDS, EMAIL_A, EMAIL_B, FORGOTTEN_TEXTS, LOGINS, P_IDS, plant
+
+from profile_assets.definitions import daily_assets
+from profile_assets.erasure_assets import erasure
+from profile_store.audiences.rowkey import day_component
+from profile_store.audiences.sketch_table import SKETCH_TABLE
+from profile_store.erasure.forget import forget
+from profile_store.erasure.requests import REQUESTS, GivenId
+from profile_store.erasure.sketch_retention import id_hashes, retention
+from profile_store.generator.lake import generate_lake
+from profile_store.hbase_client import table_opener
+from profile_store.identity.pipeline import latest_assignment_dir
+from profile_store.lake_storage import LocalLakeStorage
+from profile_store.profiles.table import PROFILE_TABLE, column, edge_key, lookup_key, profile_key
+from resources.hbase import HBaseResource
+from resources.lake import LakeResource
+from resources.spark import spark_resource_from_env
+
+D1 = date(2026, 11, 1)
+DAYS = [D1 + timedelta(days=i) for i in range(3)]
+DAY4 = D1 + timedelta(days=3)
+P_EVENT_TYPES = {"add_to_cart", "purchase"}  # each of P's two ids, one of each a day
+
+
+@dataclass
+class Run:
+    """One ``materialize``: its metadata by asset (and partition), and whether it succeeded."""
+
+    success: bool
+    metadata: dict
+
+
+def _run(assets, resources, instance, day: date | None = None) -> Run:
+    result = materialize(
+        assets,
+        partition_key=day.isoformat() if day else None,
+        resources=resources,
+        instance=instance,
+        raise_on_error=False,
+    )
+    metadata = {}
+    for event in result.get_asset_materialization_events():
+        materialization = event.event_specific_data.materialization
+        name = (materialization.asset_key.to_user_string(), materialization.partition)
+        metadata[name] = {k: v.value for k, v in materialization.metadata.items()}
+    return Run(result.success, metadata)
+
+
+def _aggregate_users(table, day: date) -> dict[str, float]:
+    """Estimated users of every (event type) aggregate row of the scenario's app on ``day``."""
+    from datasketches import compact_theta_sketch
+
+    found = {}
+    for key, cells in table.scan(row_prefix=f"{APP}|".encode(), columns=[b"s:theta", b"m:agg"]):
+        parts = key.decode().split("|")
+        if parts[2] == day_component(day) and b"m:agg" in cells:
+            found[parts[1]] = compact_theta_sketch.deserialize(cells[b"s:theta"]).get_estimate()
+    return found
+
+
+def _events(storage: LocalLakeStorage, day: date) -> list[dict]:
+    folder = Path(storage.root) / "events" / f"date={day.isoformat()}"
+    rows = [row for f in sorted(folder.glob("*.parquet")) for row in pq.read_table(f).to_pylist()]
+    return sorted(rows, key=lambda row: row["event_id"])
+
+
+def _hbase_mentions(connection, texts: list[str]) -> list[str]:
+    """Every row key or cell of every table that contains one of ``texts``."""
+    hits = []
+    needles = [t.encode() for t in texts]
+    for name in connection.tables():
+        for key, cells in connection.table(name).scan():
+            blobs = [key, *cells.keys(), *cells.values()]
+            if any(n in blob for n in needles for blob in blobs):
+                hits.append(f"{name.decode()}: {key!r}")
+    return hits
+
+
+def _lake_mentions(root: Path, texts: list[str]) -> list[str]:
+    """Every lake file whose content (Parquet decoded, gzip inflated) contains one of them."""
+    hits = []
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        if path.name.endswith(".crc"):
+            continue
+        data = path.read_bytes()
+        if path.suffix == ".parquet":
+            text = json.dumps(pq.read_table(io.BytesIO(data)).to_pylist(), default=str)
+        elif path.suffix == ".gz":
+            text = gzip.decompress(data).decode(errors="replace")
+        else:
+            text = data.decode(errors="replace")
+        if any(t in text for t in texts):
+            hits.append(str(path.relative_to(root)))
+    return hits
+
+
+@pytest.fixture(scope="module")
+def erased(spark, tmp_path_factory):
+    root = tmp_path_factory.mktemp("erasure_lake")
+    generate_lake(root, 4, 1500, seed=41, start_date=D1)
+    held_back = tmp_path_factory.mktemp("held_back") / "day4"
+    shutil.move(root / "landing" / f"date={DAY4.isoformat()}", held_back)
+    for day in DAYS:
+        plant(root, day, first_day=day == D1)
+    storage = LocalLakeStorage(root)
+    hbase = HBaseResource(data_dir=str(tmp_path_factory.mktemp("erasure_hbase")))
+    resources = {
+        "spark": spark_resource_from_env({"SPARK_SHUFFLE_PARTITIONS": "2"}),
+        "lake": LakeResource(root=str(root)),
+        "hbase": hbase,
+    }
+    instance = DagsterInstance.ephemeral()
+    try:
+        built = [_run(list(daily_assets), resources, instance, day) for day in DAYS]
+        with hbase.connection() as connection:
+            sketches = connection.table(SKETCH_TABLE)
+            before = SimpleNamespace(
+                events={day: _events(storage, day) for day in DAYS},
+                users={day: _aggregate_users(sketches, day) for day in DAYS},
+                retaining={
+                    day: retention(sketches, storage, day, id_hashes(P_IDS)).rows_retaining
+                    for day in DAYS
+                },
+                rows={p: connection.table(PROFILE_TABLE).row(profile_key(p)) for p in P_IDS},
+                a_row=connection.table(PROFILE_TABLE).row(profile_key(A_IDS[0])),
+                hbase_mentions=_hbase_mentions(connection, FORGOTTEN_TEXTS),
+                lake_mentions=_lake_mentions(root, FORGOTTEN_TEXTS),
+            )
+        request = forget(storage, table_opener(hbase.pool(), PROFILE_TABLE), [GivenId(P_IDS[0])])
+        with hbase.connection() as connection:
+            table = connection.table(PROFILE_TABLE)
+            immediate = SimpleNamespace(
+                profile_rows={p: table.row(profile_key(p)) for p in P_IDS},
+                login_lookup=table.row(lookup_key("member_id", LOGINS["p"])),
+                edges={(p, o): table.row(edge_key(p, o)) for p in P_IDS for o in [*A_IDS, *B_IDS]},
+                a_row=table.row(profile_key(A_IDS[0])),
+            )
+            request_file = json.loads(
+                (root / REQUESTS / f"{request.request.request_id}.json").read_text()
+            )
+        step = _run([erasure], resources, instance)
+        with hbase.connection() as connection:
+            sketches = connection.table(SKETCH_TABLE)
+            after = SimpleNamespace(
+                events={day: _events(storage, day) for day in DAYS},
+                users={day: _aggregate_users(sketches, day) for day in DAYS},
+                hbase_mentions=_hbase_mentions(connection, FORGOTTEN_TEXTS),
+                lake_mentions=_lake_mentions(root, FORGOTTEN_TEXTS),
+                assignment=pq.read_table(root / latest_assignment_dir(storage)).to_pylist(),
+                a_row=connection.table(PROFILE_TABLE).row(profile_key(A_IDS[0])),
+                email_lookups={
+                    email: connection.table(PROFILE_TABLE).row(lookup_key("email_sha256", email))
+                    for email in (EMAIL_A, EMAIL_B)
+                },
+            )
+        shutil.move(held_back, root / "landing" / f"date={DAY4.isoformat()}")
+        plant(root, DAY4, first_day=False, only_p=True)
+        day4 = _run(list(daily_assets), resources, instance, DAY4)
+        with hbase.connection() as connection:
+            day4_mentions = _hbase_mentions(connection, FORGOTTEN_TEXTS)
+        nobody = forget(
+            storage, table_opener(hbase.pool(), PROFILE_TABLE), [GivenId("never-seen-id")]
+        )
+        nothing = _run([erasure], resources, instance)
+        yield SimpleNamespace(
+            root=root,
+            storage=storage,
+            built=built,
+            before=before,
+            request=request,
+            request_file=request_file,
+            immediate=immediate,
+            step=step,
+            after=after,
+            day4=day4,
+            day4_mentions=day4_mentions,
+            day4_lake_mentions=_lake_mentions(root, FORGOTTEN_TEXTS),
+            nobody=nobody,
+            nothing=nothing,
+        )
+    finally:
+        hbase.close()
+
+
+def _report(run: Run) -> dict:
+    (report,) = run.metadata[("erasure", None)]["reports"]
+    return report
+
+
+def test_the_daily_assets_built_every_day_with_the_person_in_them(erased):
+    assert all(run.success for run in erased.built)
+    assert all(erased.before.rows[p] for p in P_IDS)
+    # The sketches of every day retained the person's hashes: the later check is not vacuous.
+    assert all(count > 0 for count in erased.before.retaining.values())
+    assert len(erased.before.hbase_mentions) > 10
+    assert len(erased.before.lake_mentions) > 10
+
+
+def test_the_person_bridged_a_and_b_into_one_component_mastered_by_them(erased):
+    assert erased.before.a_row[b"s:master"] == P_IDS[0].encode()
+
+
+def test_the_request_resolves_every_id_of_the_person_through_their_login(erased):
+    assert erased.request.found
+    assert erased.request.profiles_resolved == 2
+
+
+def test_the_persons_hbase_rows_are_deleted_at_once(erased):
+    now = erased.immediate
+    assert now.profile_rows == {p: {} for p in P_IDS}
+    assert now.login_lookup == {}
+    assert all(row == {} for row in now.edges.values())
+    assert column(b"a", P_IDS[0]) in erased.before.a_row
+    assert not any(name.startswith(b"a:p-") for name in now.a_row)
+    assert now.a_row[b"s:type"] == b"profile"  # the others stay readable
+
+
+def test_the_suppression_list_holds_digests_not_ids(erased):
+    listed = list((erased.root / "erasure" / "suppression").glob("*.json"))
+    text = "".join(path.read_text() for path in listed)
+    assert listed and not any(t in text for t in FORGOTTEN_TEXTS)
+    assert len(json.loads(listed[0].read_text())["digests"]) == 3  # two profiles, one login
+
+
+def test_the_request_is_kept_in_the_lake_until_the_erasure_step(erased):
+    assert [given["id"] for given in erased.request_file["ids"]] == [P_IDS[0]]
+    assert not list((erased.root / REQUESTS).glob("*.json"))
+
+
+def test_one_erasure_run_leaves_no_trace_in_any_lake_file(erased):
+    assert erased.step.success
+    assert erased.after.lake_mentions == []
+
+
+def test_one_erasure_run_leaves_no_trace_in_any_hbase_table(erased):
+    assert erased.after.hbase_mentions == []
+
+
+def test_the_components_the_person_bridged_split_with_the_oldest_as_master(erased):
+    masters = {row["profile"]: row["master"] for row in erased.after.assignment}
+    assert masters[A_IDS[1]] == A_IDS[0]
+    assert masters[B_IDS[1]] == B_IDS[0]
+    assert A_IDS[0] not in masters.values() or masters[A_IDS[0]] == A_IDS[0]
+    assert b"s:master" not in erased.after.a_row  # a-cookie is a master again, in HBase too
+    # The emails P shared: their lookups name A's and B's masters again.
+    assert erased.after.email_lookups[EMAIL_A][b"s:profile"] == A_IDS[0].encode()
+    assert erased.after.email_lookups[EMAIL_B][b"s:profile"] == B_IDS[0].encode()
+
+
+def test_other_persons_events_are_unchanged(erased):
+    for day in DAYS:
+        expected = [e for e in erased.before.events[day] if e["user_id"] not in P_IDS]
+        assert erased.after.events[day] == expected
+        assert len(expected) < len(erased.before.events[day])
+
+
+def test_audience_estimates_lose_exactly_the_person(erased):
+    # Under 4,096 users a day, theta sketches are exact: the person was one user per profile.
+    for day in DAYS:
+        before, after = erased.before.users[day], erased.after.users[day]
+        assert set(after) == set(before)
+        lost = {event: before[event] - after[event] for event in before}
+        assert lost == {event: 2.0 if event in P_EVENT_TYPES else 0.0 for event in before}
+
+
+def test_the_report_says_what_was_removed_without_personal_data(erased):
+    report = _report(erased.step)
+    assert report["outcome"] == "erased"
+    assert report["profiles_resolved"] == 2
+    assert report["sketch_days_rebuilt"] == [day.isoformat() for day in DAYS]
+    assert report["sketch_rows_checked"] > 0 and report["sketch_rows_retaining"] == 0
+    assert report["rows_removed"]["events"] == 3 * 4  # 2 events of each P id a day
+    assert report["rows_removed"]["quarantine"] == 3  # P's bad line of each day
+    assert report["rows_removed"]["landing"] == 3 * 5
+    assert "identity_components/date=2026-11-01" in report["partitions_rewritten"]
+    assert not any(t in json.dumps(report) for t in FORGOTTEN_TEXTS)
+    saved = json.loads(
+        (erased.root / "erasure" / "reports" / f"{report['request_id']}.json").read_text()
+    )
+    assert saved == report
+
+
+def test_the_rebuilt_sketch_days_are_recorded_as_materializations(erased):
+    rebuilt = {partition for name, partition in erased.step.metadata if name == "audience_sketches"}
+    assert rebuilt == {day.isoformat() for day in DAYS}
+
+
+def test_a_new_day_with_the_persons_ids_does_not_bring_them_back(erased):
+    assert erased.day4.success
+    ingest = erased.day4.metadata[("raw_events", DAY4.isoformat())]
+    assert ingest["suppressed"] == 5  # 4 events of P, and P's bad line
+    assert erased.day4_mentions == []
+    assert erased.day4_lake_mentions == [f"landing/date={DAY4.isoformat()}/part-erasure.jsonl.gz"]
+
+
+def test_a_request_for_unknown_ids_completes_with_nothing_found(erased):
+    assert not erased.nobody.found
+    assert _report(erased.nothing)["outcome"] == "nothing found"
