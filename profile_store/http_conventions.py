@@ -195,6 +195,26 @@ def tenant_dependency(tenants: Tenants) -> Callable[..., Tenant]:
     return current_tenant
 
 
+def admin_dependency(tenants: Tenants) -> Callable[..., None]:
+    """A FastAPI dependency: the request's ``X-API-Key`` is an admin key (401 unknown or
+    missing, 403 a tenant's key)."""
+    api_key_header = APIKeyHeader(
+        name=API_KEY_HEADER,
+        auto_error=False,
+        description="An operator's key (admin_api_keys in the tenants file).",
+    )
+
+    def current_admin(api_key: Annotated[str | None, Security(api_key_header)]) -> None:
+        if tenants.is_admin(api_key):
+            return
+        if tenants.authenticate(api_key) is not None:
+            raise ApiError(403, "forbidden", "an admin API key is required")
+        reason = "unknown API key" if api_key else f"missing {API_KEY_HEADER} header"
+        raise ApiError(401, "unauthorized", reason, headers={"WWW-Authenticate": "ApiKey"})
+
+    return current_admin
+
+
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 

@@ -7,9 +7,11 @@ profiles serve --host 127.0.0.1 --port 8080 --tenants tenants.json   # OpenAPI a
 One uvicorn process, one happybase pool, one set of API keys: the audience builder page at ``/``
 with its endpoints (saved audiences in the HBase table ``audiences``, created at start), ``POST
 /v1/audiences/estimate``, ``GET /v1/health`` and the ``/v1/profiles``, ``/v1/connected`` and
-``/v1/masters`` reads. ``profiles audience serve`` is the same command under its older name. It
-runs until SIGINT/SIGTERM, then closes the pool (and the embedded gateway, when it started one)
-and exits 0. Exit codes and HBase flags are ``cli_conventions``'.
+``/v1/masters`` reads; with ``admin_api_keys`` in the tenants file, the erasure requests
+(``/v1/admin/erasure-requests``, over the lake of ``--lake``). ``profiles audience serve`` is
+the same command under its older name. It runs until SIGINT/SIGTERM, then closes the pool (and
+the embedded gateway, when it started one) and exits 0. Exit codes and HBase flags are
+``cli_conventions``'.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
@@ -38,6 +41,7 @@ from profile_store.cli_conventions import (
     settings_from_args,
     shorten_usage,
 )
+from profile_store.erasure.http_api import ErasureDesk
 from profile_store.hbase_client import hbase_pool, sketch_table_opener, table_opener
 from profile_store.http_conventions import body_timeout_s
 from profile_store.profiles.reads import ProfileReader, key_types_from_env
@@ -73,6 +77,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         required=True,
         help="tenants JSON: API keys and the app_ids each may query (see examples/tenants.json)",
     )
+    parser.add_argument(
+        "--lake",
+        metavar="ROOT",
+        help="lake of the erasure requests: directory or s3://bucket/prefix (default: "
+        "PROFILES_LAKE_ROOT, else data/lake)",
+    )
     parser.add_argument("--log-level", default="info", help="logging level (default %(default)s)")
     add_hbase_options(parser)
     shorten_usage(parser)
@@ -84,10 +94,15 @@ def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from profile_store.audiences.http_api import create_app
+    from resources.lake import LakeResource
 
     try:
         tenants = Tenants.from_file(args.tenants)
         settings = settings_from_args(args)
+        lake = LakeResource.from_env(
+            {**os.environ, **({"PROFILES_LAKE_ROOT": args.lake} if args.lake else {})}
+        )
+        key_types = key_types_from_env()
         body_timeout_s()  # a bad PROFILES_HTTP_BODY_TIMEOUT_SECONDS stops the start, not a request
     except TenantConfigError as exc:
         print(f"error: tenants: {exc}", file=sys.stderr)
@@ -108,8 +123,9 @@ def run_serve(args: argparse.Namespace) -> int:
             app = create_app(
                 AudienceEngine(sketch_table_opener(pool)),
                 tenants,
-                ProfileReader(table_opener(pool, PROFILE_TABLE), key_types_from_env()),
+                ProfileReader(table_opener(pool, PROFILE_TABLE), key_types),
                 SavedAudiences(table_opener(pool, AUDIENCE_TABLE)),
+                ErasureDesk(lake.storage(), table_opener(pool, PROFILE_TABLE), key_types),
             )
             logger.info("service: %d tenants, HBase: %s", len(tenants), settings.describe())
             server = uvicorn.Server(

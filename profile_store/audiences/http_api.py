@@ -41,7 +41,9 @@ from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.query import MAX_TEXT_LENGTH, leaves
 from profile_store.audiences.saved import SavedAudiences
 from profile_store.audiences.tenants import MAX_MIN_COUNT, Tenant, Tenants
+from profile_store.erasure.http_api import ErasureDesk, erasure_router
 from profile_store.http_conventions import (
+    admin_dependency,
     error_doc,
     hbase_reason,
     install_error_handlers,
@@ -295,13 +297,15 @@ def create_app(
     tenants: Tenants,
     profiles: ProfileReader | None = None,
     saved: SavedAudiences | None = None,
+    erasure: ErasureDesk | None = None,
 ) -> FastAPI:
     """The service answering from ``engine``, with access controlled by ``tenants``.
 
     With ``profiles``, the same app also serves the profile reads (``profiles/http_api.py``)
     under the same API keys and error body: one service, one port, one HBase pool. With
     ``saved``, it serves the audience builder: its page at ``/`` and its endpoints
-    (``builder_api.py``: discovery, daily charts, saved audiences, overlaps).
+    (``builder_api.py``: discovery, daily charts, saved audiences, overlaps). With
+    ``erasure``, the admin endpoints of erasure requests (``erasure/http_api.py``).
     """
     tags = [{"name": "audiences", "description": "Audience size estimates"}]
     if saved is not None:
@@ -311,6 +315,8 @@ def create_app(
         ]
     if profiles is not None:
         tags.append({"name": "profiles", "description": PROFILES_TAG})
+    if erasure is not None:
+        tags.append({"name": "erasure", "description": "Forget a person (admin keys only)"})
     app = FastAPI(
         title="Audience estimates" if profiles is None else "Audiences and profiles",
         version=API_VERSION,
@@ -325,6 +331,8 @@ def create_app(
     current_tenant = tenant_dependency(tenants)
     if profiles is not None:
         app.include_router(profile_router(profiles, current_tenant))
+    if erasure is not None:
+        app.include_router(erasure_router(erasure, admin_dependency(tenants)))
     if saved is not None:
         app.include_router(builder_router(engine, saved, current_tenant))
         install_builder_page(app)

@@ -13,6 +13,9 @@ Tenants are configured in a JSON file::
       ]
     }
 
+``admin_api_keys`` (optional, top level): operators' keys, which may record erasure requests
+(``POST /v1/admin/erasure-requests``) and nothing else; no tenant key is an admin key.
+
 ``name``: unique, for logs and messages. ``api_keys``: one or more keys (at least 16 characters;
 several allow rotation), each belonging to exactly one tenant. ``app_ids``: the apps the
 tenant's queries may name; ``app_id_prefixes``: or every app whose id starts with one of these
@@ -77,8 +80,9 @@ def _digest(api_key: str) -> bytes:
 class Tenants:
     """API key -> tenant, from the JSON configuration described in this module."""
 
-    def __init__(self, tenants_by_key: dict[str, Tenant]) -> None:
+    def __init__(self, tenants_by_key: dict[str, Tenant], admin_keys: tuple[str, ...] = ()) -> None:
         self._by_digest = {_digest(key): tenant for key, tenant in tenants_by_key.items()}
+        self._admin_digests = frozenset(_digest(key) for key in admin_keys)
         self.names = sorted({tenant.name for tenant in tenants_by_key.values()})
 
     def __len__(self) -> int:
@@ -89,6 +93,10 @@ class Tenants:
         if not api_key:
             return None
         return self._by_digest.get(_digest(api_key))
+
+    def is_admin(self, api_key: str | None) -> bool:
+        """An operator's key (``admin_api_keys``): erasure requests, nothing else."""
+        return bool(api_key) and _digest(api_key) in self._admin_digests
 
     @classmethod
     def from_file(cls, path: str | Path) -> Tenants:
@@ -108,8 +116,11 @@ class Tenants:
 
     @classmethod
     def from_config(cls, config: Any) -> Tenants:
-        if not isinstance(config, dict) or set(config) != {"tenants"}:
-            raise TenantConfigError('$: expected an object with one key, "tenants"')
+        if not isinstance(config, dict) or "tenants" not in config:
+            raise TenantConfigError('$: expected an object with the key "tenants"')
+        unknown = sorted(set(config) - {"tenants", "admin_api_keys"})
+        if unknown:
+            raise TenantConfigError(f"$.{unknown[0]}: unknown field")
         entries = config["tenants"]
         if not isinstance(entries, list) or not entries:
             raise TenantConfigError("$.tenants: expected a non-empty list of tenants")
@@ -127,7 +138,20 @@ class Tenants:
                         f"{path}.api_keys[{j}]: key already belongs to tenant {by_key[key].name!r}"
                     )
                 by_key[key] = tenant
-        return cls(by_key)
+        admin_keys = []
+        if "admin_api_keys" in config:
+            admin_keys = _strings(config["admin_api_keys"], "$.admin_api_keys")
+            for j, key in enumerate(admin_keys):
+                where = f"$.admin_api_keys[{j}]"
+                if len(key) < MIN_KEY_LENGTH:
+                    raise TenantConfigError(
+                        f"{where}: too short, keys have at least {MIN_KEY_LENGTH} characters"
+                    )
+                if key in by_key:
+                    raise TenantConfigError(
+                        f"{where}: key already belongs to tenant {by_key[key].name!r}"
+                    )
+        return cls(by_key, tuple(admin_keys))
 
 
 def _parse_tenant(entry: Any, path: str) -> tuple[Tenant, list[str]]:

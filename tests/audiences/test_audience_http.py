@@ -332,7 +332,13 @@ def _tenant(**fields) -> dict:
 @pytest.mark.parametrize(
     ("config", "message"),
     [
-        ([], '$: expected an object with one key, "tenants"'),
+        ([], '$: expected an object with the key "tenants"'),
+        ({"tenants": [_tenant()], "admins": []}, "$.admins: unknown field"),
+        ({"tenants": [_tenant()], "admin_api_keys": ["short"]}, "$.admin_api_keys[0]: too short"),
+        (
+            {"tenants": [_tenant()], "admin_api_keys": [SHOP_KEY]},
+            "$.admin_api_keys[0]: key already belongs to tenant 'shop'",
+        ),
         ({"tenants": []}, "$.tenants: expected a non-empty list of tenants"),
         ({"tenants": [_tenant(app_id="com.shop")]}, "$.tenants[0].app_id: unknown field"),
         ({"tenants": [_tenant(app_ids=[])]}, "$.tenants[0].app_ids: required, a non-empty list"),
@@ -356,6 +362,9 @@ def _tenant(**fields) -> dict:
     ],
     ids=[
         "not-an-object",
+        "unknown-top-level-field",
+        "short-admin-key",
+        "admin-key-of-a-tenant",
         "no-tenants",
         "typo",
         "no-apps",

@@ -1,0 +1,129 @@
+"""The admin endpoints of erasure: record a request, and follow it to its report.
+
+```
+POST /v1/admin/erasure-requests           {"ids": [...], "key_type": "profile"}  -> 202
+GET  /v1/admin/erasure-requests/{id}      pending (what went at once) | completed (report)
+```
+
+Only an admin key (``admin_api_keys`` in the tenants file) may call them: a tenant's key gets
+403. A request takes effect as ``profiles forget`` does (``forget.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends
+from fastapi import Path as UrlPath
+from pydantic import BaseModel, Field
+
+from profile_store.erasure.forget import forget
+from profile_store.erasure.report import load_report
+from profile_store.erasure.requests import (
+    PROFILE_ID,
+    REQUESTS,
+    ErasureRequest,
+    ErasureRequestError,
+    given_ids,
+)
+from profile_store.http_conventions import ApiError, error_doc, hbase_failures
+from profile_store.lake_storage import LakeStorage
+
+ERASURE_PATH = "/v1/admin/erasure-requests"
+MAX_IDS = 1000
+_REQUEST_ID = re.compile(r"^er-\d{8}T\d{6}-[0-9a-f]{8}$")
+
+
+@dataclass(frozen=True)
+class ErasureDesk:
+    """What the endpoints need: the lake, the ``profiles`` table, the bridging key types."""
+
+    storage: LakeStorage
+    open_profiles_table: Callable[[], AbstractContextManager]
+    key_types: tuple[str, ...]
+
+
+class ErasureRequestBody(BaseModel):
+    ids: list[str] = Field(description=f"The person's ids (1 to {MAX_IDS}).")
+    key_type: str = Field(
+        default=PROFILE_ID,
+        description="What the ids are: profile (device or cookie ids), member_id (logins), "
+        "email_sha256 or another configured alternate id type.",
+    )
+
+
+class ErasureRequestResponse(BaseModel):
+    request_id: str
+    status: str = Field(description="pending: the erasure step has not run yet; completed.")
+    immediate: dict[str, Any] = Field(description="What the request deleted at once (counts).")
+    report: dict[str, Any] | None = Field(
+        default=None, description="The audit report, once completed (no personal data)."
+    )
+
+
+def erasure_router(desk: ErasureDesk, current_admin: Callable[..., None]) -> APIRouter:
+    router = APIRouter(
+        tags=["erasure"],
+        dependencies=[Depends(current_admin)],
+        responses={
+            401: error_doc("Missing or unknown API key."),
+            403: error_doc("A tenant's key: erasure needs an admin key."),
+            503: error_doc("HBase cannot be reached."),
+        },
+    )
+
+    @router.post(
+        ERASURE_PATH,
+        summary="Forget a person: their HBase rows at once, the lake at the next erasure run",
+        status_code=202,
+        response_model=ErasureRequestResponse,
+        responses={400: error_doc("No ids, too many, an empty id or an unknown key_type.")},
+    )
+    def request_erasure(body: ErasureRequestBody) -> ErasureRequestResponse:
+        if len(body.ids) > MAX_IDS:
+            raise ApiError(400, "invalid_request", f"ids: at most {MAX_IDS} ids", path="$.ids")
+        try:
+            given = given_ids(body.ids, body.key_type, desk.key_types)
+        except ErasureRequestError as exc:
+            field = str(exc).split(":")[0].split("[")[0]
+            raise ApiError(400, "invalid_request", str(exc), path=f"$.{field}") from None
+        with hbase_failures("an erasure request"):
+            result = forget(desk.storage, desk.open_profiles_table, given)
+        return ErasureRequestResponse(
+            request_id=result.request.request_id,
+            status="pending",
+            immediate=result.request.immediate,
+        )
+
+    @router.get(
+        ERASURE_PATH + "/{request_id}",
+        summary="An erasure request: pending, or completed with its report",
+        response_model=ErasureRequestResponse,
+        responses={404: error_doc("No such request.")},
+    )
+    def erasure_status(
+        request_id: Annotated[str, UrlPath(description="The id a request returned.")],
+    ) -> ErasureRequestResponse:
+        if not _REQUEST_ID.match(request_id):
+            raise ApiError(404, "not_found", f"no erasure request {request_id!r}")
+        report = load_report(desk.storage, request_id)
+        if report is not None:
+            return ErasureRequestResponse(
+                request_id=request_id,
+                status="completed",
+                immediate=report["immediate"],
+                report=report,
+            )
+        path = f"{REQUESTS}/{request_id}.json"
+        if not desk.storage.exists(path):
+            raise ApiError(404, "not_found", f"no erasure request {request_id!r}")
+        pending = ErasureRequest.from_json(desk.storage.read_bytes(path))
+        return ErasureRequestResponse(
+            request_id=request_id, status="pending", immediate=pending.immediate
+        )
+
+    return router
