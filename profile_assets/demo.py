@@ -216,6 +216,75 @@ def _demo_segment_members(lake_root: Path, day: date) -> set[str]:
     return {row["profile"] for row in rows if row["segment"] == DEMO_SEGMENT}
 
 
+def _person_to_forget(lake_root: Path) -> list[str]:
+    """The ids of a small person (2-3 ids) seen on the fewest days: a short erasure to watch."""
+    import pyarrow.parquet as pq
+
+    from profile_store.identity.pipeline import latest_assignment_dir
+    from profile_store.lake_layout import IDENTITY_PROFILES
+    from profile_store.lake_storage import LocalLakeStorage
+
+    components: dict[str, list[str]] = {}
+    latest = latest_assignment_dir(LocalLakeStorage(lake_root))
+    for row in pq.read_table(lake_root / latest, columns=["profile", "master"]).to_pylist():
+        components.setdefault(row["master"], []).append(row["profile"])
+    seen_days: dict[str, int] = {}
+    for folder in sorted((lake_root / IDENTITY_PROFILES).glob("date=*")):
+        for profile in pq.read_table(folder, columns=["profile"]).column("profile").to_pylist():
+            seen_days[profile] = seen_days.get(profile, 0) + 1
+    small = [sorted(ids) for ids in components.values() if 2 <= len(ids) <= 3]
+    return min(small, key=lambda ids: (sum(seen_days.get(i, 0) for i in ids), ids))
+
+
+def _forget_a_person(lake_root: Path, instance) -> bool:
+    """``profiles forget`` one id of a person, then one run of the erasure job; True if clean."""
+    from profile_assets.definitions import defs
+    from profile_assets.demo_progress import run_partition
+    from profile_store.erasure.forget import forget
+    from profile_store.erasure.requests import GivenId
+    from profile_store.hbase_client import table_opener
+    from profile_store.profiles.reads import ProfileReader
+    from profile_store.profiles.table import PROFILE_TABLE
+    from resources import resources_from_env
+
+    ids = _person_to_forget(lake_root)
+    hbase = resources_from_env()["hbase"]
+    try:
+        reader = ProfileReader(table_opener(hbase.pool(), PROFILE_TABLE))
+        before = reader.segments(ids[0])
+        storage = resources_from_env()["lake"].storage()
+        result = forget(storage, table_opener(hbase.pool(), PROFILE_TABLE), [GivenId(ids[0])])
+        after = [reader.segments(i) for i in ids]
+    finally:
+        hbase.close()
+    immediate = result.request.immediate
+    _print(
+        f"  profiles forget {ids[0]}  -> request {result.request.request_id}: the person's "
+        f"{result.profiles_resolved} ids resolved, {immediate['profile_rows_deleted']} profile, "
+        f"{immediate['lookup_rows_deleted']} lookup and {immediate['edge_rows_deleted']} edge rows "
+        "deleted at once"
+    )
+    shown = ", ".join(before.segments) if before and before.segments else "none"
+    gone = all(view is None for view in after)
+    _print(f"  segments via any of their ids: before {shown}; now {'none' if gone else after}")
+    t0 = time.monotonic()
+    outcome = run_partition(defs.resolve_job_def("erasure_job"), None, instance)
+    (report,) = outcome["assets"].get("erasure", {}).get("reports", [None])
+    if not outcome["success"] or report is None:
+        _print("  erasure run FAILED (see the run in the Dagster UI)")
+        return False
+    _print(
+        f"  erasure run: {sum(report['rows_removed'].values()):,} rows removed from "
+        f"{len(report['partitions_rewritten'])} lake partitions, "
+        f"{len(report['component_days_recomputed'])} identity days recomputed, "
+        f"{len(report['sketch_days_rebuilt'])} sketch days rebuilt: "
+        f"{report['sketch_rows_retaining']} of {report['sketch_rows_checked']:,} sketch rows "
+        f"retain their hashes ({time.monotonic() - t0:.1f}s); report in "
+        f"{lake_root / 'erasure' / 'reports'}"
+    )
+    return gone and report["sketch_rows_retaining"] == 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument(
@@ -337,6 +406,10 @@ def main(argv: list[str] | None = None) -> int:
     _print()
     _print("== Persons, read from the HBase profiles table through each of their ids ==")
     _print_profiles(lake_root, days)
+
+    _print()
+    _print("== Forgetting a person: HBase at once, then the lake, identity graph and sketches ==")
+    failures += not _forget_a_person(lake_root, instance)
 
     _print()
     _print("== What was produced ==")

@@ -76,8 +76,9 @@ def step_progress_logger(out: TextIO = sys.stdout) -> LoggerDefinition:
     return progress
 
 
-def run_partition(job, day: str, instance) -> dict:
-    """One day of ``job`` in this process, printing a line per finished asset and check."""
+def run_partition(job, day: str | None, instance) -> dict:
+    """One day of ``job`` (None: an unpartitioned job) in this process, printing a line per
+    finished asset and check."""
     job = job.with_logger_defs(
         {"console": colored_console_logger, "progress": step_progress_logger()}
     )

@@ -26,7 +26,7 @@ from sensors.interval import sensor_interval_seconds
 
 daily_pipeline = define_asset_job(
     "daily_pipeline",
-    selection=AssetSelection.all() - AssetSelection.assets("erasure"),
+    selection=AssetSelection.all() - AssetSelection.groups("privacy"),
     partitions_def=daily_partitions,
     description="Every daily asset and its checks for one UTC day.",
 )

@@ -15,6 +15,8 @@ from dagster import (
 )
 
 from profile_assets.partitions import daily_partitions
+from profile_store.erasure.lake_rewrite import LANDING_REWRITES
+from profile_store.lake_layout import day_dir
 from profile_store.lake_storage import LocalLakeStorage
 from profile_store.landing_watch import complete_days
 from resources.lake import LakeResource
@@ -119,3 +121,18 @@ def test_a_day_whose_run_failed_is_run_again(tmp_path):
         ingest_in_a_run(instance, "2026-11-01", digest, succeed=False)
         requests, _ = evaluate(tmp_path, instance=instance)
     assert [r.partition_key for r in requests] == ["2026-11-01"]
+
+
+def test_a_day_whose_files_the_erasure_step_rewrote_is_not_run_again(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    _, cursor = evaluate(tmp_path)
+    storage = LocalLakeStorage(tmp_path)
+    before = complete_days(storage)["2026-11-01"].digest
+    # The same file, rewritten shorter (without a person's lines), then its marker again.
+    (tmp_path / "landing" / "date=2026-11-01" / "part-00000.jsonl.gz").write_bytes(b"")
+    (tmp_path / "landing" / "date=2026-11-01" / "_SUCCESS").write_bytes(b"")
+    digest = complete_days(storage)["2026-11-01"].digest
+    assert digest != before
+    storage.write_bytes(day_dir(LANDING_REWRITES, "2026-11-01"), digest.encode())
+    requests, _ = evaluate(tmp_path, cursor)
+    assert len(requests) == 1 and isinstance(requests[0], SkipReason)
