@@ -81,7 +81,9 @@ def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
             continue
         seen[day.day] = day.digest
         if rewritten_landing_digest(storage, day.day) == day.digest:
-            continue  # the erasure step rewrote these files (and the day's events with them)
+            # The erasure step rewrote these files, and the day's events with them.
+            context.log.info(f"landing day {day.day} rewritten by an erasure; not run again")
+            continue
         if already_ingested(context.instance, day.day, day.digest):
             covered.append(day.day)
             continue

@@ -134,5 +134,6 @@ def test_a_day_whose_files_the_erasure_step_rewrote_is_not_run_again(tmp_path):
     digest = complete_days(storage)["2026-11-01"].digest
     assert digest != before
     storage.write_bytes(day_dir(LANDING_REWRITES, "2026-11-01"), digest.encode())
-    requests, _ = evaluate(tmp_path, cursor)
-    assert len(requests) == 1 and isinstance(requests[0], SkipReason)
+    requests, cursor = evaluate(tmp_path, cursor)
+    assert requests == []
+    assert json.loads(cursor)["2026-11-01"] == digest
