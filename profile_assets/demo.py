@@ -264,9 +264,12 @@ def _forget_a_person(lake_root: Path, instance) -> bool:
         f"{immediate['lookup_rows_deleted']} lookup and {immediate['edge_rows_deleted']} edge rows "
         "deleted at once"
     )
-    shown = ", ".join(before.segments) if before and before.segments else "none"
+    shown = ", ".join(before.segments) if before and before.segments else "no live segments"
     gone = all(view is None for view in after)
-    _print(f"  segments via any of their ids: before {shown}; now {'none' if gone else after}")
+    _print(
+        f"  a bidder reading any of their {len(ids)} ids: before {shown}; now "
+        + ("no profile row" if gone else "STILL A ROW")
+    )
     t0 = time.monotonic()
     outcome = run_partition(defs.resolve_job_def("erasure_job"), None, instance)
     (report,) = outcome["assets"].get("erasure", {}).get("reports", [None])

@@ -240,7 +240,8 @@ def test_the_suppression_list_holds_digests_not_ids(erased):
     listed = list((erased.root / "erasure" / "suppression").glob("*.json"))
     text = "".join(path.read_text() for path in listed)
     assert listed and not any(t in text for t in FORGOTTEN_TEXTS)
-    assert len(json.loads(listed[0].read_text())["digests"]) == 3  # two profiles, one login
+    mine = erased.root / "erasure" / "suppression" / f"{erased.request.request.request_id}.json"
+    assert len(json.loads(mine.read_text())["digests"]) == 3  # two profiles, one login
 
 
 def test_the_request_is_kept_in_the_lake_until_the_erasure_step(erased):
