@@ -96,8 +96,11 @@ def main() -> int:
     result = materialize([erasure], resources=resources, instance=instance, run_config=QUIET)
     step = time.perf_counter() - started
     assert result.success
-    (event,) = result.get_asset_materialization_events()
-    (report,) = event.step_materialization_data.materialization.metadata["reports"].value
+    (report,) = next(
+        m.metadata["reports"].value
+        for m in result.asset_materializations_for_node("erasure")
+        if m.asset_key.to_user_string() == "erasure"
+    )
     hbase.close()
 
     print(f"\nmachine: {machine()}")

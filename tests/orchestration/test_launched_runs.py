@@ -12,7 +12,8 @@ day lands during the module. The tests run in file order, each on what the previ
    day 4, not the days the runs above already ingested from the same files;
 4. ``raw_events`` of day 4 re-materialized alone (the asset page): the automation sensor's run
    recomputes that day's downstream assets;
-5. a run that fails (launched with a config value ingest refuses) shows its cause and the
+5. an erasure request recorded by ``profiles forget``: the erasure sensor's run carries it out;
+6. a run that fails (launched with a config value ingest refuses) shows its cause and the
    step's captured stderr on its run page.
 
 Each run is executed by its own run worker process, which imports the code location as Dagster
@@ -25,9 +26,12 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 import time
 from datetime import UTC, date, datetime, timedelta
 
+import pyarrow.parquet as pq
 import pytest
 from dagster import DagsterRunStatus, RunsFilter
 from dagster_services import DagsterServices
@@ -71,6 +75,8 @@ def dagster(tmp_path_factory):
         # The landing sensor is on by default: off until test 3, so that the runs below are the
         # ones the tests launch (the sensor must then leave the days they covered alone).
         services.stop_sensor("landing_sensor")
+        # Off until test 5 records a request with no run of the daemon's holding the store.
+        services.stop_sensor("erasure_sensor")
         services.start_daemon()
         yield services
     finally:
@@ -142,10 +148,32 @@ def test_raw_events_rematerialized_alone_brings_its_downstream_day_by_automation
         assert time.monotonic() < deadline, f"automation materialized only {sorted(done)}"
         time.sleep(2)
     for automation_run in run_ids:
-        assert dagster.check_failures(automation_run) == {}
+        failures = dagster.check_failures(automation_run)
+        assert failures == {}, dagster.explain_run(automation_run)
     assert {"audience_estimation_error", "identity_quality_check"} <= set().union(
         *(dagster.check_outcomes(r) for r in run_ids)
     )
+
+
+def test_an_erasure_request_is_carried_out_by_the_erasure_sensors_run(dagster):
+    events = pq.read_table(dagster.lake / "events" / f"date={DAYS[3]}", columns=["user_id"])
+    forgotten = sorted(set(events.column("user_id").to_pylist()))[0]
+    recorded = subprocess.run(
+        [sys.executable, "-m", "profile_store.cli", "forget", forgotten, "--json"],
+        env=dagster.env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    request_id = json.loads(recorded.stdout)["request_id"]
+    dagster.start_sensor("erasure_sensor")
+    (run_id,) = dagster.wait_for_runs(RunsFilter(tags={"dagster/sensor_name": "erasure_sensor"}), 1)
+    assert "erasure" in dagster.materialized(run_id)
+    report = json.loads((dagster.lake / "erasure" / "reports" / f"{request_id}.json").read_text())
+    assert report["outcome"] == "erased" and report["sketch_rows_retaining"] == 0
+    assert DAYS[3] in report["sketch_days_rebuilt"]
+    remaining = pq.read_table(dagster.lake / "events" / f"date={DAYS[3]}", columns=["user_id"])
+    assert forgotten not in remaining.column("user_id").to_pylist()
 
 
 def test_no_run_launched_above_failed(dagster):
