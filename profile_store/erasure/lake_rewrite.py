@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
 from pathlib import PurePosixPath
+from urllib.parse import unquote
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -159,7 +160,10 @@ def _rewrite_text_files(
         "file", F.input_file_name()
     )
     named = _mentions("value", ids)
-    hits = {r.file: r["count"] for r in lines.where(named).groupBy("file").count().collect()}
+    # input_file_name() is a URI: percent-encoded where a path has spaces or the like.
+    hits = {
+        unquote(r.file): r["count"] for r in lines.where(named).groupBy("file").count().collect()
+    }
     if not hits:
         return False
     for path in files:
