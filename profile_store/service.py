@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
-import os
 import signal
 import sys
 import threading
@@ -99,9 +98,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         tenants = Tenants.from_file(args.tenants)
         settings = settings_from_args(args)
-        lake = LakeResource.from_env(
-            {**os.environ, **({"PROFILES_LAKE_ROOT": args.lake} if args.lake else {})}
-        )
+        lake = LakeResource.from_env(root=args.lake)
         key_types = key_types_from_env()
         body_timeout_s()  # a bad PROFILES_HTTP_BODY_TIMEOUT_SECONDS stops the start, not a request
     except TenantConfigError as exc:

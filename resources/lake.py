@@ -41,10 +41,11 @@ class LakeResource(ConfigurableResource):
         return S3LakeStorage(self.root, client, spark_scheme=self.spark_s3_scheme)
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> LakeResource:
+    def from_env(cls, env: dict[str, str] | None = None, root: str | None = None) -> LakeResource:
+        """From ``PROFILES_LAKE_ROOT`` and the S3 variables; ``root`` (a ``--lake`` flag) wins."""
         env = dict(os.environ if env is None else env)
         return cls(
-            root=env.get("PROFILES_LAKE_ROOT", DEFAULT_LAKE_ROOT),
+            root=root or env.get("PROFILES_LAKE_ROOT", DEFAULT_LAKE_ROOT),
             s3_endpoint_url=env.get("PROFILES_S3_ENDPOINT_URL") or None,
             s3_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
             spark_s3_scheme=env.get("PROFILES_SPARK_S3_SCHEME", "s3a"),

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 
 from profile_store.cli_conventions import (
     EXIT_FAILURE,
@@ -83,10 +82,7 @@ def run_forget(args: argparse.Namespace) -> int:
         given = given_ids(args.ids, args.key_type, key_types_from_env())
         settings = settings_from_args(args)
         require_table_store(settings, PROFILE_TABLE)
-        env = dict(os.environ)
-        if args.lake:
-            env["PROFILES_LAKE_ROOT"] = args.lake
-        lake = LakeResource.from_env(env)
+        lake = LakeResource.from_env(root=args.lake)
         with hbase_pool(settings) as pool:
             result = forget(lake.storage(), table_opener(pool, PROFILE_TABLE), given)
     except ErasureRequestError as exc:

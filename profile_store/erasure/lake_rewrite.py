@@ -126,12 +126,16 @@ def _days_matching(
     return sorted(r.date for r in frame.where(predicate).select("date").distinct().collect())
 
 
-def _overwrite(frame: DataFrame, storage: LakeStorage, relative: str) -> None:
-    """Replace the partition with ``frame``, which may read the partition itself."""
-    kept = frame.localCheckpoint(eager=True)
+def _write(kept: DataFrame, storage: LakeStorage, relative: str) -> None:
+    """Replace the partition with ``kept``, already checkpointed (so it no longer reads it)."""
     kept.coalesce(max(1, kept.rdd.getNumPartitions() // 4)).write.mode("overwrite").parquet(
         storage.spark_uri(relative)
     )
+
+
+def _overwrite(frame: DataFrame, storage: LakeStorage, relative: str) -> None:
+    """Replace the partition with ``frame``, which may read the partition itself."""
+    _write(frame.localCheckpoint(eager=True), storage, relative)
 
 
 def _remove_rows(
@@ -144,7 +148,7 @@ def _remove_rows(
         before = partition.count()
         kept = partition.where(~predicate).localCheckpoint(eager=True)
         result.rows_removed[area] += before - kept.count()
-        _overwrite(kept, storage, relative)
+        _write(kept, storage, relative)
         result.partitions.append(relative)
     return days
 
