@@ -230,7 +230,9 @@ class GatewayServer:
         except Exception:
             logger.exception("client connection failed")
         finally:
-            with contextlib.suppress(Exception):  # the socket may already be gone
-                trans.close()
+            # The slot is freed before the socket closes: a client that sees the close may
+            # connect again at once and must find the slot free.
             with self._clients_lock:
                 self._clients.pop(client, None)
+            with contextlib.suppress(Exception):  # the socket may already be gone
+                trans.close()
