@@ -22,8 +22,12 @@ each asset is derived from how it depends on its inputs:
 
 As in ``AutomationCondition.eager()``: a partition is requested once per change of its inputs
 (since it was last requested or materialized), a run that materialized an input and then the
-asset (a ``daily_pipeline`` run from the landing sensor or the schedule) leaves nothing to do,
-and nothing starts while an input or the partition itself is in a run or backfill. Unlike
+asset leaves nothing to do, and nothing starts while an input or the partition itself is in a
+run or backfill. A whole day's run (tagged ``WHOLE_DAY_RUN_TAGS``: the landing sensor's, the
+schedule's, ``profiles run`` and the demo) never triggers the same day's assets: it recomputed
+them. Without the tag, a tick that reads the run's events while one of its steps is being
+recorded can see an input updated and the asset neither updated nor in progress, and request
+a second run of that day (seen after a landing-sensor run). Unlike
 ``eager()``, any day may trigger, not only the latest one, and missing partitions are left to
 the landing sensor: turning automation on over a lake requests nothing until something changes.
 """
@@ -44,6 +48,7 @@ from dagster import (
 )
 
 ORDER_ONLY_DEPS = "automation/order_only_deps"
+WHOLE_DAY_RUN_TAGS = {"profiles/whole_day": "true"}
 
 
 def _order_only(spec: AssetSpec) -> list[AssetKey]:
@@ -55,6 +60,18 @@ def _order_only(spec: AssetSpec) -> list[AssetKey]:
 def _is_trailing_window(dep: AssetDep) -> bool:
     mapping = dep.partition_mapping
     return isinstance(mapping, TimeWindowPartitionMapping) and mapping.start_offset < 0
+
+
+def _same_day_input_updated() -> AutomationCondition:
+    """``any_deps_updated()``, except by a whole day's run (it recomputed this asset too)."""
+    by_another_run = (
+        AutomationCondition.newly_updated()
+        & ~AutomationCondition.executed_with_root_target()
+        & ~AutomationCondition.executed_with_tags(tag_values=WHOLE_DAY_RUN_TAGS)
+    ).with_label("updated_not_by_a_whole_day_run")
+    return AutomationCondition.any_deps_match(
+        by_another_run | AutomationCondition.will_be_requested()
+    ).with_label("any_same_day_input_updated")
 
 
 def recompute_with_inputs(spec: AssetSpec, day_root: AssetKey) -> AutomationCondition | None:
@@ -74,10 +91,16 @@ def recompute_with_inputs(spec: AssetSpec, day_root: AssetKey) -> AutomationCond
         and dep.asset_key not in order_only
     ]
 
-    ignored = order_only + [dep.asset_key for dep in spec.deps if dep.asset_key == spec.key]
-    updated = AutomationCondition.any_deps_updated()
-    if ignored:
-        updated = updated.ignore(AssetSelection.assets(*ignored))
+    triggers = []
+    if trailing:
+        triggers.append(
+            AutomationCondition.any_deps_updated().allow(AssetSelection.assets(*trailing))
+        )
+    if same_day:
+        triggers.append(_same_day_input_updated().allow(AssetSelection.assets(*same_day)))
+    if not triggers:
+        return None
+    updated = triggers[0] if len(triggers) == 1 else triggers[0] | triggers[1]
     day_landed = AutomationCondition.asset_matches(
         day_root, ~AutomationCondition.missing()
     ).with_label(f"{day_root.to_user_string()}_of_the_day_present")

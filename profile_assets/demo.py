@@ -322,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     # Dagster, Spark and Great Expectations take seconds to import: the first line comes first.
     from dagster import DagsterInstance
 
+    from profile_assets.automation import WHOLE_DAY_RUN_TAGS
     from profile_assets.definitions import defs
     from profile_assets.demo_progress import run_partition
     from profile_store.generator import generate_lake
@@ -363,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     for number, day in enumerate(days, start=1):
         t0 = time.monotonic()
         _print(f"    day {number}/{len(days)}  {day}")
-        outcome = run_partition(job, day.isoformat(), instance)
+        outcome = run_partition(job, day.isoformat(), instance, WHOLE_DAY_RUN_TAGS)
         raw = outcome["assets"].get("raw_events", {})
         failed_checks = [name for name, passed in outcome["checks"].items() if not passed]
         failures += (not outcome["success"]) + len(failed_checks)

@@ -76,7 +76,7 @@ def step_progress_logger(out: TextIO = sys.stdout) -> LoggerDefinition:
     return progress
 
 
-def run_partition(job, day: str | None, instance) -> dict:
+def run_partition(job, day: str | None, instance, tags: dict[str, str] | None = None) -> dict:
     """One day of ``job`` (None: an unpartitioned job) in this process, printing a line per
     finished asset and check."""
     job = job.with_logger_defs(
@@ -84,7 +84,11 @@ def run_partition(job, day: str | None, instance) -> dict:
     )
     loggers = {"console": {"config": {"log_level": "WARNING"}}, "progress": {}}
     result = job.execute_in_process(
-        run_config={"loggers": loggers}, partition_key=day, instance=instance, raise_on_error=False
+        run_config={"loggers": loggers},
+        partition_key=day,
+        instance=instance,
+        raise_on_error=False,
+        tags=tags,
     )
     materialized = {}
     for event in result.get_asset_materialization_events():

@@ -60,6 +60,7 @@ def dagster_home() -> Path:
 def run(first: date, last: date | None) -> int:
     from dagster import DagsterInstance
 
+    from profile_assets.automation import WHOLE_DAY_RUN_TAGS
     from profile_assets.definitions import defs
     from profile_assets.demo_progress import run_partition
     from profile_assets.partitions import daily_partitions
@@ -73,7 +74,7 @@ def run(first: date, last: date | None) -> int:
     for number, day in enumerate(days, start=1):
         started = time.monotonic()
         print(f"day {number}/{len(days)}  {day}", flush=True)
-        outcome = run_partition(job, day.isoformat(), instance)
+        outcome = run_partition(job, day.isoformat(), instance, WHOLE_DAY_RUN_TAGS)
         failed = [name for name, passed in outcome["checks"].items() if not passed]
         seconds = time.monotonic() - started
         if not outcome["success"]:

@@ -18,6 +18,7 @@ from dagster import (
     sensor,
 )
 
+from profile_assets.automation import WHOLE_DAY_RUN_TAGS
 from profile_assets.partitions import daily_partitions
 from profile_store.erasure.lake_rewrite import rewritten_landing_digest
 from profile_store.landing_watch import changed_days, complete_days
@@ -90,7 +91,11 @@ def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
         yield RunRequest(
             run_key=f"{day.day}:{day.digest}",
             partition_key=day.day,
-            tags={"landing/files": str(day.files), "landing/bytes": str(day.bytes)},
+            tags={
+                **WHOLE_DAY_RUN_TAGS,
+                "landing/files": str(day.files),
+                "landing/bytes": str(day.bytes),
+            },
         )
     if covered:
         context.log.info(f"already ingested by another run, not run again: {', '.join(covered)}")
@@ -100,6 +105,7 @@ def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
 daily_schedule = build_schedule_from_partitioned_job(
     daily_pipeline,
     hour_of_day=3,
+    tags=WHOLE_DAY_RUN_TAGS,
     default_status=DefaultScheduleStatus.STOPPED,
     description=(
         "Yesterday's partition every day at 03:00 UTC, for lakes whose writers do not drop "

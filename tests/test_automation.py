@@ -7,7 +7,7 @@ materialized a small generated lake with the embedded defaults.
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import UTC, date, datetime
 
 import pytest
 from dagster import (
@@ -15,16 +15,18 @@ from dagster import (
     DagsterInstance,
     DefaultSensorStatus,
     Definitions,
+    build_schedule_context,
     evaluate_automation_conditions,
     in_process_executor,
     materialize,
 )
 
+from profile_assets.automation import WHOLE_DAY_RUN_TAGS
 from profile_assets.definitions import daily_assets, defs
 from profile_store.generator.lake import generate_lake
 from resources import resources_from_env
 from sensors.automation import automation_sensor
-from sensors.landing import daily_pipeline
+from sensors.landing import daily_pipeline, daily_schedule
 
 D1, D2 = "2026-11-01", "2026-11-02"
 DOWNSTREAM = {
@@ -61,7 +63,9 @@ def lake_resources(tmp_path_factory, name: str) -> dict:
     )
 
 
-def raw_events_alone(day: str, resources: dict, instance: DagsterInstance) -> None:
+def raw_events_alone(
+    day: str, resources: dict, instance: DagsterInstance, tags: dict[str, str] | None = None
+) -> None:
     """raw_events of one day materialized on its own, as from the UI."""
     materialize(
         list(daily_assets),
@@ -69,6 +73,7 @@ def raw_events_alone(day: str, resources: dict, instance: DagsterInstance) -> No
         partition_key=day,
         resources=resources,
         instance=instance,
+        tags=tags,
     )
 
 
@@ -116,6 +121,11 @@ def ticks(spark, tmp_path_factory) -> dict[str, dict[str, list[str]]]:
 
         raw_events_alone(D1, resources, instance)
         next_tick("raw_events D1 re-run alone")
+
+        # What a tick can read while a whole day's run (the landing sensor's) is between steps:
+        # raw_events recorded, the day's next assets neither recorded nor seen in progress.
+        raw_events_alone(D2, resources, instance, tags=WHOLE_DAY_RUN_TAGS)
+        next_tick("raw_events D2 recorded by a whole day's run")
     finally:
         resources["hbase"].close()
     return story
@@ -144,6 +154,18 @@ def test_an_old_day_rerun_alone_also_refreshes_the_trim_windows_holding_it(ticks
         "trimmed_attributes": [D1, D2],
         "audience_sketches": [D1, D2],
     }
+
+
+def test_an_input_recorded_by_a_whole_days_run_requests_no_second_run_of_that_day(ticks):
+    assert ticks["raw_events D2 recorded by a whole day's run"] == {}
+
+
+def test_the_schedules_runs_are_tagged_as_whole_day_runs():
+    tick = daily_schedule.evaluate_tick(
+        build_schedule_context(scheduled_execution_time=datetime(2026, 11, 2, 3, tzinfo=UTC))
+    )
+    (request,) = tick.run_requests
+    assert WHOLE_DAY_RUN_TAGS.items() <= request.tags.items()
 
 
 def test_missing_earlier_days_do_not_hold_a_day_back(spark, tmp_path_factory):

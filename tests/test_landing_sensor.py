@@ -14,6 +14,7 @@ from dagster import (
     materialize,
 )
 
+from profile_assets.automation import WHOLE_DAY_RUN_TAGS
 from profile_assets.partitions import daily_partitions
 from profile_store.erasure.lake_rewrite import LANDING_REWRITES
 from profile_store.lake_layout import day_dir
@@ -65,6 +66,12 @@ def test_each_new_complete_day_gets_one_run_request(tmp_path):
     requests, cursor = evaluate(tmp_path)
     assert [r.partition_key for r in requests] == ["2026-11-01", "2026-11-02"]
     assert set(json.loads(cursor)) == {"2026-11-01", "2026-11-02"}
+
+
+def test_its_runs_are_tagged_as_whole_day_runs(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    (request,) = evaluate(tmp_path)[0]
+    assert WHOLE_DAY_RUN_TAGS.items() <= request.tags.items()
 
 
 def test_files_seen_once_never_trigger_again(tmp_path):
