@@ -13,6 +13,11 @@ import pytest
 from xdist.scheduler import LoadScopeScheduling
 
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+# Every Spark driver the suite starts (this process's session, launched runs, `profiles run`
+# subprocesses; spark-submit reads SPARK_SUBMIT_OPTS) lives for seconds to minutes over small
+# days: C2's compilations of Spark's code cost a third of the CPU of such a run and never pay
+# back before the JVM exits, and the suite is CPU-bound on 2 cores. C1 alone runs the same code.
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m")
 
 REPO = Path(__file__).resolve().parents[1]
 # The directories whose tests share the slowest fixtures (whole pipeline runs, a real HBase, a

@@ -1,8 +1,8 @@
 """Forgetting a person: gone from every store within one run of the erasure step, for good.
 
-On a generated lake of three days with ``scenario``'s three planted persons (P bridges A and B),
+On a generated lake of two days with ``scenario``'s three planted persons (P bridges A and B),
 built by the daily assets: ``forget`` P by one id, then one run of the ``erasure`` asset, then
-a fourth day whose landing files hold P's ids again.
+a third day whose landing files hold P's ids again.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
 D1 = date(2026, 11, 1)
-DAYS = [D1 + timedelta(days=i) for i in range(3)]
-DAY4 = D1 + timedelta(days=3)
+DAYS = [D1 + timedelta(days=i) for i in range(2)]
+LATER_DAY = D1 + timedelta(days=2)
 P_EVENT_TYPES = {"add_to_cart", "purchase"}  # each of P's two ids, one of each a day
 
 
@@ -118,9 +118,9 @@ def _lake_mentions(root: Path, texts: list[str]) -> list[str]:
 @pytest.fixture(scope="module")
 def erased(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("erasure_lake")
-    generate_lake(root, 4, 1500, seed=41, start_date=D1)
-    held_back = tmp_path_factory.mktemp("held_back") / "day4"
-    shutil.move(root / "landing" / f"date={DAY4.isoformat()}", held_back)
+    generate_lake(root, 3, 1500, seed=41, start_date=D1)
+    held_back = tmp_path_factory.mktemp("held_back") / "later_day"
+    shutil.move(root / "landing" / f"date={LATER_DAY.isoformat()}", held_back)
     for day in DAYS:
         plant(root, day, first_day=day == D1)
     storage = LocalLakeStorage(root)
@@ -174,11 +174,11 @@ def erased(spark, tmp_path_factory):
                     for email in (EMAIL_A, EMAIL_B)
                 },
             )
-        shutil.move(held_back, root / "landing" / f"date={DAY4.isoformat()}")
-        plant(root, DAY4, first_day=False, only_p=True)
-        day4 = _run(list(daily_assets), resources, instance, DAY4)
+        shutil.move(held_back, root / "landing" / f"date={LATER_DAY.isoformat()}")
+        plant(root, LATER_DAY, first_day=False, only_p=True)
+        later_day = _run(list(daily_assets), resources, instance, LATER_DAY)
         with hbase.connection() as connection:
-            day4_mentions = _hbase_mentions(connection, FORGOTTEN_TEXTS)
+            later_day_mentions = _hbase_mentions(connection, FORGOTTEN_TEXTS)
         nobody = forget(
             storage, table_opener(hbase.pool(), PROFILE_TABLE), [GivenId("never-seen-id")]
         )
@@ -193,9 +193,9 @@ def erased(spark, tmp_path_factory):
             immediate=immediate,
             step=step,
             after=after,
-            day4=day4,
-            day4_mentions=day4_mentions,
-            day4_lake_mentions=_lake_mentions(root, FORGOTTEN_TEXTS),
+            later_day=later_day,
+            later_day_mentions=later_day_mentions,
+            later_day_lake_mentions=_lake_mentions(root, FORGOTTEN_TEXTS),
             nobody=nobody,
             nothing=nothing,
         )
@@ -291,9 +291,9 @@ def test_the_report_says_what_was_removed_without_personal_data(erased):
     assert report["profiles_resolved"] == 2
     assert report["sketch_days_rebuilt"] == [day.isoformat() for day in DAYS]
     assert report["sketch_rows_checked"] > 0 and report["sketch_rows_retaining"] == 0
-    assert report["rows_removed"]["events"] == 3 * 4  # 2 events of each P id a day
-    assert report["rows_removed"]["quarantine"] == 3  # P's bad line of each day
-    assert report["rows_removed"]["landing"] == 3 * 5
+    assert report["rows_removed"]["events"] == len(DAYS) * 4  # 2 events of each P id a day
+    assert report["rows_removed"]["quarantine"] == len(DAYS)  # P's bad line of each day
+    assert report["rows_removed"]["landing"] == len(DAYS) * 5
     assert "identity_components/date=2026-11-01" in report["partitions_rewritten"]
     assert not any(t in json.dumps(report) for t in FORGOTTEN_TEXTS)
     saved = json.loads(
@@ -308,11 +308,13 @@ def test_the_rebuilt_sketch_days_are_recorded_as_materializations(erased):
 
 
 def test_a_new_day_with_the_persons_ids_does_not_bring_them_back(erased):
-    assert erased.day4.success
-    ingest = erased.day4.metadata[("raw_events", DAY4.isoformat())]
+    assert erased.later_day.success
+    ingest = erased.later_day.metadata[("raw_events", LATER_DAY.isoformat())]
     assert ingest["suppressed"] == 5  # 4 events of P, and P's bad line
-    assert erased.day4_mentions == []
-    assert erased.day4_lake_mentions == [f"landing/date={DAY4.isoformat()}/part-erasure.jsonl.gz"]
+    assert erased.later_day_mentions == []
+    assert erased.later_day_lake_mentions == [
+        f"landing/date={LATER_DAY.isoformat()}/part-erasure.jsonl.gz"
+    ]
 
 
 def test_a_request_for_unknown_ids_completes_with_nothing_found(erased):
