@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -215,6 +216,7 @@ class ApacheHBase:
             [
                 "java",
                 *JAVA17_OPTIONS,
+                *shlex.split(os.environ.get("HBASE_OPTS", "")),  # as bin/hbase reads it
                 f"-Dhbase.log.file={log_file}",
                 "-Dhbase.log.dir=" + str(log_file.parent),
                 "-cp",

@@ -17,7 +17,10 @@ os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 # subprocesses; spark-submit reads SPARK_SUBMIT_OPTS) lives for seconds to minutes over small
 # days: C2's compilations of Spark's code cost a third of the CPU of such a run and never pay
 # back before the JVM exits, and the suite is CPU-bound on 2 cores. C1 alone runs the same code.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m")
+SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
+os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_LIVED_JVM_OPTIONS)
+# The same for Apache HBase's JVMs (HBASE_OPTS, as bin/hbase reads it).
+os.environ.setdefault("HBASE_OPTS", SHORT_LIVED_JVM_OPTIONS)
 
 REPO = Path(__file__).resolve().parents[1]
 # The directories whose tests share the slowest fixtures (whole pipeline runs, a real HBase, a

@@ -17,6 +17,8 @@ reference run's (``local[*]``, a lake directory).
 
 from __future__ import annotations
 
+import json
+import os
 from pathlib import Path
 
 import pytest
@@ -72,7 +74,13 @@ def cluster_run(generated_days, s3_endpoint, tmp_path_factory):
             generated_days,
             {
                 "SPARK_MASTER": cluster.master_url,
-                "SPARK_CONF_JSON": '{"spark.executor.memory": "1g"}',
+                "SPARK_CONF_JSON": json.dumps(
+                    {
+                        "spark.executor.memory": "1g",
+                        # The suite's drivers' JIT setting (tests/conftest.py), for the executors.
+                        "spark.executor.extraJavaOptions": os.environ.get("SPARK_SUBMIT_OPTS", ""),
+                    }
+                ),
                 "PROFILES_S3_ENDPOINT_URL": s3_endpoint,
                 **CREDENTIALS,
             },
