@@ -34,6 +34,8 @@ the landing sensor: turning automation on over a lake requests nothing until som
 
 from __future__ import annotations
 
+import functools
+import operator
 from collections.abc import Iterable, Sequence
 
 from dagster import (
@@ -81,7 +83,9 @@ def recompute_with_inputs(spec: AssetSpec, day_root: AssetKey) -> AutomationCond
     """
     if spec.key == day_root or not spec.deps:
         return None
-    trailing = [dep.asset_key for dep in spec.deps if _is_trailing_window(dep)]
+    trailing = [
+        dep.asset_key for dep in spec.deps if _is_trailing_window(dep) and dep.asset_key != spec.key
+    ]
     order_only = _order_only(spec)
     same_day = [
         dep.asset_key
@@ -91,6 +95,7 @@ def recompute_with_inputs(spec: AssetSpec, day_root: AssetKey) -> AutomationCond
         and dep.asset_key not in order_only
     ]
 
+    # The asset's own previous day is in neither list: it neither triggers nor blocks.
     triggers = []
     if trailing:
         triggers.append(
@@ -100,7 +105,7 @@ def recompute_with_inputs(spec: AssetSpec, day_root: AssetKey) -> AutomationCond
         triggers.append(_same_day_input_updated().allow(AssetSelection.assets(*same_day)))
     if not triggers:
         return None
-    updated = triggers[0] if len(triggers) == 1 else triggers[0] | triggers[1]
+    updated = functools.reduce(operator.or_, triggers)
     day_landed = AutomationCondition.asset_matches(
         day_root, ~AutomationCondition.missing()
     ).with_label(f"{day_root.to_user_string()}_of_the_day_present")

@@ -120,7 +120,17 @@ def ticks(spark, tmp_path_factory) -> dict[str, dict[str, list[str]]]:
         next_tick("requested run done")
 
         raw_events_alone(D1, resources, instance)
-        next_tick("raw_events D1 re-run alone")
+        requests = next_tick("raw_events D1 re-run alone")
+
+        old_day_run = materialize(
+            [*daily_assets, *defs.asset_checks],
+            selection=[asset for asset, days in requests.items() if D1 in days],
+            partition_key=D1,
+            resources=resources,
+            instance=instance,
+        )
+        assert old_day_run.success
+        next_tick("the old day's requested run done")
 
         # What a tick can read while a whole day's run (the landing sensor's) is between steps:
         # raw_events recorded, the day's next assets neither recorded nor seen in progress.
@@ -154,6 +164,10 @@ def test_an_old_day_rerun_alone_also_refreshes_the_trim_windows_holding_it(ticks
         "trimmed_attributes": [D1, D2],
         "audience_sketches": [D1, D2],
     }
+
+
+def test_an_old_days_recomputed_identity_and_profiles_do_not_cascade_into_later_days(ticks):
+    assert ticks["the old day's requested run done"] == {}
 
 
 def test_an_input_recorded_by_a_whole_days_run_requests_no_second_run_of_that_day(ticks):
