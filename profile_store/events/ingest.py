@@ -148,10 +148,12 @@ def ingest_day(
 
         events_uri = storage.spark_uri(events_day(day))
         quarantine_uri = storage.spark_uri(quarantine_day(day))
-        files_out = max(1, clean_rows // 2_000_000)
+        # About 2M rows a file, but at least a file per core: each task sorts and writes its
+        # own part of the cached rows, with no shuffle and no single task doing it all.
+        files_out = max(clean_rows // 2_000_000, spark.sparkContext.defaultParallelism, 1)
         (
             clean_events(classified)
-            .repartition(files_out)
+            .coalesce(files_out)
             .sortWithinPartitions("app_id", "event_type", "user_id")
             .write.mode("overwrite")
             .parquet(events_uri)
