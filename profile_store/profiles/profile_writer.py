@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict
 
+import pyarrow as pa
 from pyspark.sql import DataFrame
 
 from profile_store.hbase_client import ThriftAddress
@@ -35,7 +36,8 @@ REPLACED = (SEGMENTS, FEATURES, ASSOCIATIONS)
 
 
 def profile_row(row: dict, half_life_ms: int, as_of_ms: int) -> ProfileRow:
-    """A ``compacted_rows`` row (as a dict) as the table's ``ProfileRow``."""
+    """A ``compacted_rows`` row (as Arrow's ``to_pylist`` gives it: maps as lists of key-value
+    pairs, structs as dicts; plain dicts work too) as the table's ``ProfileRow``."""
     return ProfileRow(
         profile=row["profile"],
         id_type=row["id_type"],
@@ -43,13 +45,19 @@ def profile_row(row: dict, half_life_ms: int, as_of_ms: int) -> ProfileRow:
         first_seen_ms=int(row["first_seen_ms"]),
         devices=int(row["devices"]),
         as_of_ms=as_of_ms,
-        segments={k: int(v) for k, v in (row["segments"] or {}).items()},
+        segments={k: int(v) for k, v in _pairs(row["segments"])},
         counters={
             event: (float(c["value"]), int(c["last_ms"]), half_life_ms)
-            for event, c in (row["counters"] or {}).items()
+            for event, c in _pairs(row["counters"])
         },
         associations={a["profile"]: a["id_type"] or "" for a in row["associations"] or []},
     )
+
+
+def _pairs(value: dict | list | None) -> Iterable[tuple]:
+    if value is None:
+        return ()
+    return value.items() if isinstance(value, dict) else value
 
 
 def _stale_columns(current: dict[bytes, bytes], new: dict[bytes, bytes]) -> list[bytes]:
@@ -91,25 +99,28 @@ def replace_profiles(table, rows: list[ProfileRow]) -> int:
 
 
 def _write_profiles(
-    rows: Iterable, address: dict, table_name: str, chunk: int, half_life_ms: int, as_of_ms: int
-) -> Iterator[tuple[int, int]]:
+    batches: Iterable[pa.RecordBatch],
+    address: dict,
+    table_name: str,
+    chunk: int,
+    half_life_ms: int,
+    as_of_ms: int,
+) -> Iterator[pa.RecordBatch]:
     connection = ThriftAddress(**address).connect()
     written = stale = 0
     try:
         table = connection.table(table_name)
-        pending: list[ProfileRow] = []
-        for row in rows:
-            pending.append(profile_row(row.asDict(recursive=True), half_life_ms, as_of_ms))
-            if len(pending) == chunk:
+        for batch in batches:
+            rows = batch.to_pylist()
+            for start in range(0, len(rows), chunk):
+                pending = [
+                    profile_row(row, half_life_ms, as_of_ms) for row in rows[start : start + chunk]
+                ]
                 stale += replace_profiles(table, pending)
                 written += len(pending)
-                pending = []
-        if pending:
-            stale += replace_profiles(table, pending)
-            written += len(pending)
     finally:
         connection.close()
-    yield written, stale
+    yield pa.RecordBatch.from_pydict({"written": [written], "stale": [stale]})
 
 
 def write_profiles(
@@ -120,25 +131,34 @@ def write_profiles(
     as_of_ms: int,
     chunk: int = 500,
 ) -> tuple[int, int]:
-    """Replace every row of ``rows`` (``compacted_rows``); returns (rows, stale cells removed)."""
+    """Replace every row of ``rows`` (``compacted_rows``); returns (rows, stale cells removed).
+
+    Rows reach the Python workers as Arrow batches: pickled ``Row`` objects, converted field by
+    field, cost more than the writes themselves.
+    """
     settings = asdict(address)
     # In key order, each chunk's new cells land in neighbouring pages of the store, not all over.
     results = (
         rows.sortWithinPartitions("profile")
-        .rdd.mapPartitions(
-            lambda part: _write_profiles(part, settings, table_name, chunk, half_life_ms, as_of_ms)
+        .mapInArrow(
+            lambda batches: _write_profiles(
+                batches, settings, table_name, chunk, half_life_ms, as_of_ms
+            ),
+            "written long, stale long",
         )
         .collect()
     )
-    return sum(r[0] for r in results), sum(r[1] for r in results)
+    return sum(r["written"] for r in results), sum(r["stale"] for r in results)
 
 
-def _put_cells(rows: Iterable, address: dict, table_name: str, kind: str) -> Iterator[int]:
+def _put_cells(
+    batches: Iterable[pa.RecordBatch], address: dict, table_name: str, kind: str
+) -> Iterator[pa.RecordBatch]:
     connection = ThriftAddress(**address).connect()
     count = 0
     try:
         with connection.table(table_name).batch(batch_size=500) as batch:
-            for row in rows:
+            for row in (row for record_batch in batches for row in record_batch.to_pylist()):
                 if kind == "edge":
                     key = edge_key(row["profile_a"], row["profile_b"])
                     cells = edge_cells(row["weight"], row["rules"], row["first_seen_ms"])
@@ -153,27 +173,25 @@ def _put_cells(rows: Iterable, address: dict, table_name: str, kind: str) -> Ite
                 count += 1
     finally:
         connection.close()
-    yield count
+    yield pa.RecordBatch.from_pydict({"count": [count]})
+
+
+def _put_all(rows: DataFrame, address: ThriftAddress, table_name: str, kind: str) -> int:
+    settings = asdict(address)
+    results = rows.mapInArrow(
+        lambda batches: _put_cells(batches, settings, table_name, kind), "count long"
+    ).collect()
+    return sum(r["count"] for r in results)
 
 
 def write_edges(edges: DataFrame, address: ThriftAddress, table_name: str) -> int:
     """Put edge rows (profile_a, profile_b, weight, rules, first_seen_ms)."""
-    settings = asdict(address)
-    return sum(
-        edges.rdd.mapPartitions(
-            lambda part: _put_cells(part, settings, table_name, "edge")
-        ).collect()
-    )
+    return _put_all(edges, address, table_name, "edge")
 
 
 def write_lookups(lookups: DataFrame, address: ThriftAddress, table_name: str) -> int:
     """Put lookup rows (key_type, key, master); a null master deletes the lookup row."""
-    settings = asdict(address)
-    return sum(
-        lookups.rdd.mapPartitions(
-            lambda part: _put_cells(part, settings, table_name, "lookup")
-        ).collect()
-    )
+    return _put_all(lookups, address, table_name, "lookup")
 
 
 def delete_edges(table, pairs: Iterable[tuple[str, str]]) -> int:
