@@ -73,6 +73,23 @@ def test_compaction_walks_tables_larger_than_one_chunk(store: Store) -> None:
     assert stored(store, store.table(b"t").cells_table) == 10_000
 
 
+def test_compaction_reclaims_a_row_between_rows_with_nothing_to_reclaim(store: Store) -> None:
+    store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"v")]) for i in range(5000)], 1)
+    for ts in (2, 3):
+        put(store, b"r02500", b"cf:a", b"v%d" % ts, ts)
+    store.compact(b"t", major=False)
+    assert stored(store, store.table(b"t").cells_table) == 5001
+
+
+def test_a_compaction_with_nothing_to_reclaim_runs_no_delete(store: Store) -> None:
+    store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"v")]) for i in range(5000)], 1)
+    statements: list[str] = []
+    store._writer.set_trace_callback(statements.append)
+    store.compact(b"t", major=False)
+    store._writer.set_trace_callback(None)
+    assert not [s for s in statements if s.startswith("DELETE FROM cells_")]
+
+
 def test_deleting_a_table_drops_its_storage(store: Store) -> None:
     info = store.table(b"t")
     store.set_enabled(b"t", False)
