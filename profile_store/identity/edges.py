@@ -72,5 +72,6 @@ def day_edges(
     touched = key_history.join(
         day_keys.select("key_type", "key").distinct(), ["key_type", "key"], "left_semi"
     )
-    guarded = guard(day_keys, key_stats(touched, day), rules)
+    # Both outputs start from the guarded keys (the history's per-key stats): computed once.
+    guarded = guard(day_keys, key_stats(touched, day), rules).localCheckpoint(eager=True)
     return star_edges(day_keys, guarded, rules).select(*EDGE_COLUMNS), quarantine(guarded)
