@@ -1,8 +1,9 @@
 """Writing a day's sketch rows to HBase from Spark executors, and removing stale rows.
 
-Each Spark partition opens its own happybase connection and writes in batches, so the rows
-never pass through the driver; the driver only learns the row keys, to delete the rows of an
-earlier run of the same day that this run no longer produces.
+Each Spark partition opens its own happybase connection and writes in batches (its rows arrive
+as Arrow batches, ``arrow_partitions``), so the rows never pass through the driver; the driver
+only learns the row keys, to delete the rows of an earlier run of the same day that this run no
+longer produces.
 """
 
 from __future__ import annotations
@@ -12,19 +13,18 @@ from dataclasses import asdict
 
 from pyspark.sql import DataFrame
 
+from profile_store.arrow_partitions import sum_over_partitions
 from profile_store.audiences.rowkey import day_prefix
 from profile_store.audiences.sketch_table import delete_rows, keys_with_prefix, write_rows
 from profile_store.hbase_client import ThriftAddress
 
 
-def _write_partition(rows: Iterable, address: dict, table_name: str, batch_size: int) -> Iterator:
+def _write_partition(rows: Iterator[dict], address: dict, table_name: str, batch_size: int):
     connection = ThriftAddress(**address).connect()
     try:
-        table = connection.table(table_name)
-        written = write_rows(table, (row.asDict(recursive=True) for row in rows), batch_size)
+        return (write_rows(connection.table(table_name), rows, batch_size),)
     finally:
         connection.close()
-    yield written
 
 
 def write_sketch_rows(
@@ -32,10 +32,10 @@ def write_sketch_rows(
 ) -> int:
     """Put every row of ``rows`` (``day_sketch_rows`` output) from the executors."""
     settings = asdict(address)
-    counts = rows.rdd.mapPartitions(
-        lambda part: _write_partition(part, settings, table_name, batch_size)
-    ).collect()
-    return sum(counts)
+    (written,) = sum_over_partitions(
+        rows, lambda part: _write_partition(part, settings, table_name, batch_size)
+    )
+    return written
 
 
 def remove_stale_rows(table, day, pairs: Iterable[tuple[str, str]], keep: set[bytes]) -> int:

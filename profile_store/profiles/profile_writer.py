@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict
+from itertools import islice
 
-import pyarrow as pa
 from pyspark.sql import DataFrame
 
+from profile_store.arrow_partitions import sum_over_partitions
 from profile_store.hbase_client import ThriftAddress
 from profile_store.profiles.table import (
     AS_OF,
@@ -99,28 +100,25 @@ def replace_profiles(table, rows: list[ProfileRow]) -> int:
 
 
 def _write_profiles(
-    batches: Iterable[pa.RecordBatch],
+    rows: Iterator[dict],
     address: dict,
     table_name: str,
     chunk: int,
     half_life_ms: int,
     as_of_ms: int,
-) -> Iterator[pa.RecordBatch]:
+) -> tuple[int, int]:
     connection = ThriftAddress(**address).connect()
     written = stale = 0
     try:
         table = connection.table(table_name)
-        for batch in batches:
-            rows = batch.to_pylist()
-            for start in range(0, len(rows), chunk):
-                pending = [
-                    profile_row(row, half_life_ms, as_of_ms) for row in rows[start : start + chunk]
-                ]
-                stale += replace_profiles(table, pending)
-                written += len(pending)
+        while part := list(islice(rows, chunk)):
+            stale += replace_profiles(
+                table, [profile_row(row, half_life_ms, as_of_ms) for row in part]
+            )
+            written += len(part)
     finally:
         connection.close()
-    yield pa.RecordBatch.from_pydict({"written": [written], "stale": [stale]})
+    return written, stale
 
 
 def write_profiles(
@@ -131,34 +129,23 @@ def write_profiles(
     as_of_ms: int,
     chunk: int = 500,
 ) -> tuple[int, int]:
-    """Replace every row of ``rows`` (``compacted_rows``); returns (rows, stale cells removed).
-
-    Rows reach the Python workers as Arrow batches: pickled ``Row`` objects, converted field by
-    field, cost more than the writes themselves.
-    """
+    """Replace every row of ``rows`` (``compacted_rows``); returns (rows, stale cells removed)."""
     settings = asdict(address)
     # In key order, each chunk's new cells land in neighbouring pages of the store, not all over.
-    results = (
-        rows.sortWithinPartitions("profile")
-        .mapInArrow(
-            lambda batches: _write_profiles(
-                batches, settings, table_name, chunk, half_life_ms, as_of_ms
-            ),
-            "written long, stale long",
-        )
-        .collect()
+    written, stale = sum_over_partitions(
+        rows.sortWithinPartitions("profile"),
+        lambda part: _write_profiles(part, settings, table_name, chunk, half_life_ms, as_of_ms),
+        ("written", "stale"),
     )
-    return sum(r["written"] for r in results), sum(r["stale"] for r in results)
+    return written, stale
 
 
-def _put_cells(
-    batches: Iterable[pa.RecordBatch], address: dict, table_name: str, kind: str
-) -> Iterator[pa.RecordBatch]:
+def _put_cells(rows: Iterator[dict], address: dict, table_name: str, kind: str) -> tuple[int]:
     connection = ThriftAddress(**address).connect()
     count = 0
     try:
         with connection.table(table_name).batch(batch_size=500) as batch:
-            for row in (row for record_batch in batches for row in record_batch.to_pylist()):
+            for row in rows:
                 if kind == "edge":
                     key = edge_key(row["profile_a"], row["profile_b"])
                     cells = edge_cells(row["weight"], row["rules"], row["first_seen_ms"])
@@ -173,25 +160,25 @@ def _put_cells(
                 count += 1
     finally:
         connection.close()
-    yield pa.RecordBatch.from_pydict({"count": [count]})
-
-
-def _put_all(rows: DataFrame, address: ThriftAddress, table_name: str, kind: str) -> int:
-    settings = asdict(address)
-    results = rows.mapInArrow(
-        lambda batches: _put_cells(batches, settings, table_name, kind), "count long"
-    ).collect()
-    return sum(r["count"] for r in results)
+    return (count,)
 
 
 def write_edges(edges: DataFrame, address: ThriftAddress, table_name: str) -> int:
     """Put edge rows (profile_a, profile_b, weight, rules, first_seen_ms)."""
-    return _put_all(edges, address, table_name, "edge")
+    settings = asdict(address)
+    (count,) = sum_over_partitions(
+        edges, lambda part: _put_cells(part, settings, table_name, "edge")
+    )
+    return count
 
 
 def write_lookups(lookups: DataFrame, address: ThriftAddress, table_name: str) -> int:
     """Put lookup rows (key_type, key, master); a null master deletes the lookup row."""
-    return _put_all(lookups, address, table_name, "lookup")
+    settings = asdict(address)
+    (count,) = sum_over_partitions(
+        lookups, lambda part: _put_cells(part, settings, table_name, "lookup")
+    )
+    return count
 
 
 def delete_edges(table, pairs: Iterable[tuple[str, str]]) -> int:
