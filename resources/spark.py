@@ -31,6 +31,10 @@ def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) ->
         # sorting the task's rows after 128 groups, which a day of audience combinations
         # (thousands of groups) always hits. Small groups' sketches take a few hundred bytes.
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "16384",
+        # A day's compaction joins the state with its ~100,000s of rewritten members several
+        # times; at Spark's 10 MB default those are shuffled sort-merge joins, at 64 MB the
+        # members side is broadcast (a 1M-event day: compacted_profiles 33.6 -> 30.3 s).
+        "spark.sql.autoBroadcastJoinThreshold": str(64 * 1024 * 1024),
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
