@@ -19,7 +19,9 @@ from profile_store.audiences.sketch_table import delete_rows, keys_with_prefix, 
 from profile_store.hbase_client import ThriftAddress
 
 
-def _write_partition(rows: Iterator[dict], address: dict, table_name: str, batch_size: int):
+def _write_partition(
+    rows: Iterator[dict], address: dict, table_name: str, batch_size: int
+) -> tuple[int]:
     connection = ThriftAddress(**address).connect()
     try:
         return (write_rows(connection.table(table_name), rows, batch_size),)

@@ -64,7 +64,6 @@ Mutation = tuple[bool, bytes, bytes | None]
 _I64 = struct.Struct(">q")
 _FAMILY_MARKER, _COLUMN_MARKER = 0, 1
 _IN_CHUNK = 500  # row keys per ``IN (...)`` lookup
-_MARKER_LOOKUP_ROWS = 500  # rows whose delete markers one query fetches
 _COMPACTION_ROWS = 2000  # rows per compaction transaction, so writers are never stalled long
 _row_of = itemgetter(0)
 
@@ -790,8 +789,8 @@ class Store:
         """Drop puts that a delete marker (at or after their timestamp) masks."""
         markers: dict[bytes, dict[tuple[int, int, bytes], int]] = {}
         rows = list(dict.fromkeys(cell[0] for cell in puts))
-        for start in range(0, len(rows), _MARKER_LOOKUP_ROWS):
-            part = rows[start : start + _MARKER_LOOKUP_ROWS]
+        for start in range(0, len(rows), _IN_CHUNK):
+            part = rows[start : start + _IN_CHUNK]
             found = conn.execute(
                 f"SELECT row, fam, kind, qual, ts FROM {info.markers_table} "
                 f"WHERE row IN ({','.join('?' * len(part))})",

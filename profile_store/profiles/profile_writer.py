@@ -37,8 +37,8 @@ REPLACED = (SEGMENTS, FEATURES, ASSOCIATIONS)
 
 
 def profile_row(row: dict, half_life_ms: int, as_of_ms: int) -> ProfileRow:
-    """A ``compacted_rows`` row (as Arrow's ``to_pylist`` gives it: maps as lists of key-value
-    pairs, structs as dicts; plain dicts work too) as the table's ``ProfileRow``."""
+    """A ``compacted_rows`` row, as Arrow's ``to_pylist`` gives it (maps as lists of key-value
+    pairs, structs as dicts), as the table's ``ProfileRow``."""
     return ProfileRow(
         profile=row["profile"],
         id_type=row["id_type"],
@@ -46,19 +46,13 @@ def profile_row(row: dict, half_life_ms: int, as_of_ms: int) -> ProfileRow:
         first_seen_ms=int(row["first_seen_ms"]),
         devices=int(row["devices"]),
         as_of_ms=as_of_ms,
-        segments={k: int(v) for k, v in _pairs(row["segments"])},
+        segments={k: int(v) for k, v in row["segments"] or []},
         counters={
             event: (float(c["value"]), int(c["last_ms"]), half_life_ms)
-            for event, c in _pairs(row["counters"])
+            for event, c in row["counters"] or []
         },
         associations={a["profile"]: a["id_type"] or "" for a in row["associations"] or []},
     )
-
-
-def _pairs(value: dict | list | None) -> Iterable[tuple]:
-    if value is None:
-        return ()
-    return value.items() if isinstance(value, dict) else value
 
 
 def _stale_columns(current: dict[bytes, bytes], new: dict[bytes, bytes]) -> list[bytes]:
