@@ -1,8 +1,9 @@
 """Exact audience answers computed by Spark over the clean lake: the yardstick for sketches.
 
 All leaves of a batch of queries are answered in ONE Spark job (events joined to the leaf
-table), each leaf coming back as the sorted 64-bit hashes of its users; the set algebra of the
-trees then runs in numpy. Hash collisions are negligible at these sizes (2^-64 per pair).
+table), each leaf coming back as the 64-bit hashes of its users (Arrow columns, sorted and
+deduplicated in numpy); the set algebra of the trees then runs in numpy. Hash collisions are
+negligible at these sizes (2^-64 per pair).
 """
 
 from __future__ import annotations
@@ -67,12 +68,17 @@ def exact_leaf_users(
         .groupBy("l.leaf_id", "l.min_count", "e.user_id")
         .count()
         .where(F.col("count") >= F.col("min_count"))
-        .groupBy("leaf_id")
-        .agg(F.collect_list(F.xxhash64("user_id")).alias("users"))
+        .select("leaf_id", F.xxhash64("user_id").alias("user_hash"))
     )
-    found = {row["leaf_id"]: row["users"] for row in per_user.collect()}
+    # Arrow columns, not Row objects: a check's leaves hold millions of users between them.
+    found = per_user.toArrow()
+    leaf_ids = found.column("leaf_id").to_numpy()
+    hashes = found.column("user_hash").to_numpy()
+    order = np.argsort(leaf_ids, kind="stable")
+    leaf_ids, hashes = leaf_ids[order], hashes[order]
+    bounds = np.searchsorted(leaf_ids, np.arange(len(unique) + 1))
     return {
-        identity: np.unique(np.asarray(found.get(i, []), dtype=np.int64))
+        identity: np.unique(hashes[bounds[i] : bounds[i + 1]]).astype(np.int64)
         for i, identity in enumerate(unique)
     }
 

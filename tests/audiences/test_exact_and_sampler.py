@@ -60,6 +60,14 @@ def test_exact_min_count_sums_events_over_days(spark, events):
     assert exact_count(spark, events, leaf("buy", min_count=3)) == 1  # u0 bought 3 times
 
 
+def test_exact_leaf_nobody_matches_is_empty_beside_others(spark, events):
+    tree = {"union": [leaf("view", attributes={"color": "green"}), leaf("buy")]}
+    query = parse_query(tree)
+    users = exact_leaf_users(spark, events, leaves(query))
+    assert sorted(len(found) for found in users.values()) == [0, 3]
+    assert all(found.dtype == np.int64 for found in users.values())
+
+
 def test_exact_tree_set_algebra(spark, events):
     tree = {"difference": [leaf("view", attributes={"color": "red"}), leaf("buy")]}
     assert exact_count(spark, events, tree) == 4  # odd users 1..9 minus u1
