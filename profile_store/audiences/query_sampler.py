@@ -49,10 +49,14 @@ def build_catalog(
         .where(F.col("days") == F.col("pair_days"))
         .select("app_id", "event_type", "attribute")
     )
+    kept = always_kept.groupBy("app_id", "event_type").agg(
+        F.collect_list("attribute").alias("kept")
+    )
+    # Only the kept attributes are exploded: most of an event's attributes are trimmed ones.
+    offered = F.map_filter("event_attributes", lambda k, _: F.array_contains("kept", k))
     values = (
-        events.select("app_id", "event_type", F.explode("event_attributes").alias("k", "v"))
-        .join(always_kept, ["app_id", "event_type"])
-        .where(F.col("k") == F.col("attribute"))
+        events.join(F.broadcast(kept), ["app_id", "event_type"])
+        .select("app_id", "event_type", F.explode(offered).alias("attribute", "v"))
         .groupBy("app_id", "event_type", "attribute", "v")
         .count()
     )

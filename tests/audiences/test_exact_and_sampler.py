@@ -195,3 +195,28 @@ def test_the_catalog_leaves_out_attributes_trimmed_on_a_day_of_the_pair(spark):
     )
     (entry,) = build_catalog(events, decisions)
     assert entry.attributes == {}
+
+
+def test_the_catalog_offers_kept_attributes_only_with_their_most_frequent_values(spark):
+    events = spark.createDataFrame(
+        [
+            (
+                "shop",
+                "view",
+                f"u{i}",
+                datetime(2026, 11, 1, 12),
+                {"color": color, "session": f"s{i}"},
+            )
+            for i, color in enumerate(["red", "red", "red", "blue", "blue", "green"])
+        ],
+        SCHEMA,
+    )
+    decisions = spark.createDataFrame(
+        [
+            ("shop", "view", "color", True, "2026-11-01"),
+            ("shop", "view", "session", False, "2026-11-01"),
+        ],
+        DECISIONS,
+    )
+    (entry,) = build_catalog(events, decisions, max_values=2)
+    assert entry.attributes == {"color": ["red", "blue"]}
