@@ -416,8 +416,9 @@ def compact_day(
         h,
         as_of,
         settings.max_associations,
-    ).localCheckpoint(eager=True)
-
+    )
+    # Computed once, streaming into the writers: rows is one row per member, so the day's
+    # compacted_profiles output below is members', with no need to keep rows around.
     written, stale = write_profiles(rows, address, settings.table_name, h, as_of)
 
     surviving = _not_suppressed(
@@ -441,7 +442,7 @@ def compact_day(
         address,
         settings.table_name,
     )
-    rows.select("profile", "master").write.mode("overwrite").parquet(
+    members.select("profile", "master").write.mode("overwrite").parquet(
         storage.spark_uri(day_dir(COMPACTED_PROFILES, day))
     )
     with open_table() as table:
