@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, Observation, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from profile_store.erasure.suppression import Suppression
@@ -130,25 +130,34 @@ def ingest_day(
     repeated = repeated_event_ids(checked).localCheckpoint(eager=True)
     classified = resolve_duplicates(checked, repeated)
     try:
-        # Counted from the cache's batch sizes: the clean files' number is needed before writing.
-        received = checked.count()
+        accepted = F.col("reason").isNull() & ~F.col(COPY)
+        groups = (
+            classified.groupBy("reason", COPY)
+            .agg(
+                F.count(F.lit(1)).alias("count"),
+                F.min(F.when(accepted, F.col("event_ts"))).alias("min_time"),
+                F.max(F.when(accepted, F.col("event_ts"))).alias("max_time"),
+                F.collect_set(F.when(accepted, F.col("app_id"))).alias("apps"),
+            )
+            .collect()
+        )
+        counts = {row["reason"]: row["count"] for row in groups if row["reason"] is not None}
+        clean = [row for row in groups if row["reason"] is None and not row[COPY]]
+        copies = sum(row["count"] for row in groups if row["reason"] is None and row[COPY])
+        clean_rows = clean[0]["count"] if clean else 0
+
         events_uri = storage.spark_uri(events_day(day))
         quarantine_uri = storage.spark_uri(quarantine_day(day))
         # About 2M rows a file, but at least a file per core: each task sorts and writes its
         # own part of the cached rows, with no shuffle and no single task doing it all.
-        files_out = max(received // 2_000_000, spark.sparkContext.defaultParallelism, 1)
-        # The day's counts are gathered by the clean write itself, not by one more pass.
-        observation = Observation()
+        files_out = max(clean_rows // 2_000_000, spark.sparkContext.defaultParallelism, 1)
         (
-            clean_events(classified.observe(observation, *_day_counts()))
+            clean_events(classified)
             .coalesce(files_out)
             .sortWithinPartitions("app_id", "event_type", "user_id")
             .write.mode("overwrite")
             .parquet(events_uri)
         )
-        counted = observation.get
-        counts = {reason: counted[reason] for reason in (*REASONS, SUPPRESSED)}
-        clean_rows, copies = counted["clean_rows"], counted["copies"]
         not_suppressed = F.coalesce(F.col("reason") != F.lit(SUPPRESSED), F.lit(True))
         quarantine = quarantined_rows(checked.where(not_suppressed), day, rules).unionByName(
             conflicting_rows(classified)
@@ -169,26 +178,10 @@ def ingest_day(
         quarantined_by_reason={r: counts[r] for r in REASONS if counts.get(r)},
         unreadable_files=unreadable,
         landing_bytes=sum(f.size for f in files),
-        apps=sorted(counted["apps"]),
-        min_event_time=counted["min_time"],
-        max_event_time=counted["max_time"],
+        apps=sorted(clean[0]["apps"]) if clean else [],
+        min_event_time=clean[0]["min_time"] if clean else None,
+        max_event_time=clean[0]["max_time"] if clean else None,
         events_uri=events_uri,
         quarantine_uri=quarantine_uri,
         suppressed=counts.get(SUPPRESSED, 0),
     )
-
-
-def _day_counts() -> list[Column]:
-    """Rows per reason, accepted rows and their time range and apps, identical copies."""
-    accepted = F.col("reason").isNull() & ~F.col(COPY)
-    return [
-        *(
-            F.count(F.when(F.col("reason") == reason, 1)).alias(reason)
-            for reason in (*REASONS, SUPPRESSED)
-        ),
-        F.count(F.when(accepted, 1)).alias("clean_rows"),
-        F.count(F.when(F.col("reason").isNull() & F.col(COPY), 1)).alias("copies"),
-        F.min(F.when(accepted, F.col("event_ts"))).alias("min_time"),
-        F.max(F.when(accepted, F.col("event_ts"))).alias("max_time"),
-        F.collect_set(F.when(accepted, F.col("app_id"))).alias("apps"),
-    ]
