@@ -55,9 +55,13 @@ class Scanner:
         table: bytes,
         spec: ScanSpec,
         build: Callable[[bytes, list[StoredCell]], Any] = _as_row_cells,
+        *,
+        encoded: bool = False,
     ) -> None:
+        """``encoded``: ``build`` returns rows encoded for the wire (``wire.encode_row``)."""
         self._store = store
         self._build = build
+        self.encoded = encoded
         self.info: TableInfo = store.readable(table)
         self.spec = spec
         self._selection = self.info.select(spec.columns)

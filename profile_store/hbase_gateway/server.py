@@ -39,6 +39,7 @@ from .errors import (
 from .handler import HbaseHandler
 from .idl import load_idl
 from .store import Store
+from .wire import EncodedRows, write_reply
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +88,9 @@ class GatewayProcessor(TProcessor):
             if not self._attach(result, exc, message):
                 self._send_application_error(oprot, api, seqid, message)
                 return
-        if not result.oneway:
+        if type(getattr(result, "success", None)) is EncodedRows:  # a scan reply, pre-encoded
+            write_reply(oprot, api, seqid, result.success)
+        elif not result.oneway:
             self.send_result(oprot, api, result, seqid)
         self._handler.run_after_reply()
 
@@ -189,7 +192,9 @@ class GatewayServer:
         self.protocol = protocol
         self._listener = listener if listener is not None else bind_listener(host, port)
         self.host, self.port = self._listener.getsockname()[:2]
-        self.handler = HbaseHandler(store, server_name=self.host, port=self.port)
+        self.handler = HbaseHandler(
+            store, server_name=self.host, port=self.port, encode_rows=protocol == "binary"
+        )
         self._processor = GatewayProcessor(_IDL.Hbase, self.handler)
         self._transport_factory = TRANSPORTS[transport]()
         self._protocol_factory = PROTOCOLS[protocol]()
