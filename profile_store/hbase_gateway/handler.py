@@ -26,7 +26,7 @@ from .idl import load_idl
 from .scanner import Scanner, ScannerRegistry, ScanSpec
 from .schema import FOREVER, LATEST_TIMESTAMP, FamilyDescriptor, StoredCell, TableInfo
 from .store import RowCells, Store
-from .wire import EncodedRows, encode_row
+from .wire import EncodedRows
 
 _IDL = load_idl()
 TCell = _IDL.TCell
@@ -367,12 +367,7 @@ class HbaseHandler:
         info = self.store.readable(tableName)
         sort = spec.sort_columns
         if self._encode_rows and not sort:
-            prefixes = info.column_prefixes
-
-            def encode(row: bytes, cells: list[StoredCell]) -> bytes:
-                return encode_row(prefixes, row, cells)
-
-            return self.scanners.add(Scanner(self.store, tableName, spec, encode, encoded=True))
+            return self.scanners.add(Scanner(self.store, tableName, spec, encoded=True))
         row_result = self._row_result
 
         def build(row: bytes, cells: list[StoredCell]) -> object:

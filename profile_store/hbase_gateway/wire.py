@@ -69,6 +69,46 @@ def encode_row(prefixes: Sequence[bytes], row: bytes, cells: list[StoredCell]) -
     return b"".join(parts)
 
 
+def encode_newest(
+    prefixes: Sequence[bytes],
+    row: bytes,
+    cells: list[StoredCell],
+    floors: tuple[int | None, ...] | None,
+) -> bytes | None:
+    """``encode_row`` of the newest live version of each column (what an unfiltered scan
+    returns), in one pass over the row's stored cells; None if none is left.
+
+    Same result as ``store.finish_cells(cells, floors, limits of 1)`` then ``encode_row``: cells
+    come newest first per column, so a column's first cell is its newest, and once that one is
+    past its TTL so are the older ones.
+    """
+    parts: list[bytes] = [b"", row, b""]
+    append = parts.append
+    packers = _CELL_PACKERS
+    prev_fam = -1
+    prev_qualifier = b""
+    count = 0
+    for _, fam, qualifier, timestamp, value in cells:
+        if fam == prev_fam and qualifier == prev_qualifier:
+            continue  # an older version
+        if floors is not None:
+            floor = floors[fam]
+            if floor is not None and timestamp < floor:
+                continue
+        prev_fam, prev_qualifier = fam, qualifier
+        name = prefixes[fam] + qualifier
+        lengths = (len(name), len(value))
+        pack = packers.get(lengths) or _cell_packer(*lengths)
+        append(pack(lengths[0], name, _STRING, 1, lengths[1], value, _I64, 2, timestamp, 0))
+        count += 1
+    if not count:
+        return None
+    parts[0] = _ROW_HEAD(_STRING, 1, len(row))
+    parts[2] = _COLUMNS_HEAD(_MAP, 2, _STRING, _STRUCT, count)
+    append(b"\x00")  # end of TRowResult
+    return b"".join(parts)
+
+
 def write_reply(oprot: Any, api: str, seqid: int, rows: EncodedRows) -> None:
     """Send ``<api>_result(success=rows)`` as thriftpy2's ``send_result`` would."""
     oprot.write_message_begin(api, TMessageType.REPLY, seqid)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from thriftpy2.protocol import TCyBinaryProtocolFactory
 from thriftpy2.thrift import TMessageType
 from thriftpy2.transport import TMemoryBuffer
 
 from profile_store.hbase_gateway.idl import load_idl
-from profile_store.hbase_gateway.wire import EncodedRows, encode_row, write_reply
+from profile_store.hbase_gateway.store import finish_cells
+from profile_store.hbase_gateway.wire import EncodedRows, encode_newest, encode_row, write_reply
 
 IDL = load_idl()
 PREFIXES = (b"cf:", b"other:")
@@ -58,3 +61,21 @@ def test_cells_of_many_different_lengths_encode_alike() -> None:
     encoded = EncodedRows(encode_row(PREFIXES, row, cells) for row, cells in rows)
     reply = written(lambda oprot: write_reply(oprot, "scannerGetList", 7, encoded))
     assert reply == thriftpy2_reply("scannerGetList", rows)
+
+
+def test_the_one_pass_encoding_keeps_what_finish_cells_keeps() -> None:
+    """Newest live version per column, TTL floors applied, as ``finish_cells`` then encode."""
+    rng = random.Random(5)
+    for _ in range(300):
+        cells = sorted(
+            {
+                (rng.randrange(2), b"q%d" % rng.randrange(4), rng.randrange(1, 50))
+                for _ in range(rng.randrange(0, 12))
+            },
+            key=lambda c: (c[0], c[1], -c[2]),
+        )
+        row_cells = [(b"r", fam, qual, ts, b"v%d" % ts) for fam, qual, ts in cells]
+        floors = rng.choice([None, (None, 20), (30, None), (10, 40)])
+        kept = finish_cells(row_cells, floors, (1, 1))
+        expected = encode_row(PREFIXES, b"r", kept) if kept else None
+        assert encode_newest(PREFIXES, b"r", row_cells, floors) == expected
