@@ -10,10 +10,11 @@ Python does not share one GIL):
 
 Seeds are fixed and the data is generated, so runs are comparable. ``--against both`` runs the
 same workloads against a standalone Apache HBase (``profile_store/apache_hbase.py``, same
-machine) and prints the gateway's ratio to it. Usage::
+machine) and prints the gateway's ratio to it, per workload and client count. ``--workers 1,2``
+runs the gateway once per number of worker processes. Usage::
 
     python bench/hbase_gateway.py [--rows 100000] [--gets 20000] [--transport buffered]
-        [--against gateway|both]
+        [--workers N[,N...]] [--against gateway|both]
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import happybase
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from profile_store.hbase_gateway.process import EmbeddedGateway  # noqa: E402
+from profile_store.hbase_gateway.workers import default_workers  # noqa: E402
 
 TABLE = "bench"
 VALUE_BYTES = 20
@@ -153,10 +155,12 @@ def machine() -> str:
 
 def run_workloads(
     kwargs: dict, rows: int, gets: int, client_counts: list[int]
-) -> tuple[list[tuple], dict[str, float]]:
-    """Every workload against the Thrift server ``kwargs`` names: table rows and a summary."""
+) -> tuple[list[tuple], dict[str, float], dict[tuple[str, int], tuple[float, ...]]]:
+    """Every workload against the Thrift server ``kwargs`` names: table rows, a single-client
+    summary, and per (workload, clients) the throughput (and p50, p99 ms where timed)."""
     results: list[tuple] = []
     summary: dict[str, float] = {}
+    measured: dict[tuple[str, int], tuple[float, ...]] = {}
     admin = happybase.Connection(**kwargs)
     for clients in client_counts:
         name = f"{TABLE}_{clients}"
@@ -169,6 +173,7 @@ def run_workloads(
         )
         rate = put["total"] / put["wall"]
         results.append(("batch put", clients, f"{rate:,.0f} cells/s", "", ""))
+        measured["batch put", clients] = (rate,)
         summary.setdefault("batch put cells/s", rate)
 
         keys = [row_key(c, i) for c in range(clients) for i in range(per_client)]
@@ -183,16 +188,18 @@ def run_workloads(
             p99 = percentile(timed["latencies"], 0.99) * 1e3
             rate = timed["total"] / timed["wall"]
             results.append((label, clients, f"{rate:,.0f} {unit}", f"{p50:.3f}", f"{p99:.3f}"))
+            measured[label, clients] = (rate, p50, p99)
             summary.setdefault(f"{label} p50 ms", p50)
             summary.setdefault(f"{label} p99 ms", p99)
 
         scan = run_clients(scan_worker, [(kwargs, name, len(keys)) for _ in range(clients)])
         rate = scan["total"] / scan["wall"]
         results.append(("scan", clients, f"{rate:,.0f} rows/s", "", ""))
+        measured["scan", clients] = (rate,)
         summary.setdefault("scan rows/s", rate)
         admin.delete_table(name, disable=True)
     admin.close()
-    return results, summary
+    return results, summary, measured
 
 
 def print_table(title: str, results: list[tuple]) -> None:
@@ -217,6 +224,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--protocol", default="binary", choices=["binary", "compact"])
     parser.add_argument("--data-dir", help="store directory (default: a fresh temp dir)")
     parser.add_argument(
+        "--workers",
+        default=str(default_workers()),
+        help="comma-separated gateway worker-process counts, one run each (default: the "
+        "gateway's default, %(default)s)",
+    )
+    parser.add_argument(
         "--against",
         default="gateway",
         choices=["gateway", "both"],
@@ -231,12 +244,18 @@ def main(argv: list[str] | None = None) -> int:
     )
 
     data_dir = Path(args.data_dir or tempfile.mkdtemp(prefix="hbase-bench-"))
-    with EmbeddedGateway(data_dir, transport=args.transport, protocol=args.protocol) as gateway:
-        results, summary = run_workloads(
-            gateway.connection_kwargs(), args.rows, args.gets, client_counts
-        )
     print(f"\nmachine: {machine()}")
-    print_table(f"Embedded gateway ({shape})", results)
+    runs = []
+    for workers in [int(w) for w in args.workers.split(",")]:
+        with EmbeddedGateway(
+            data_dir, transport=args.transport, protocol=args.protocol, workers=workers
+        ) as gateway:
+            results, summary, measured = run_workloads(
+                gateway.connection_kwargs(), args.rows, args.gets, client_counts
+            )
+        print_table(f"Embedded gateway, {workers} worker process(es) ({shape})", results)
+        runs.append((workers, summary, measured))
+    workers, summary, measured = runs[0]
     if args.against == "both":
         from profile_store.apache_hbase import HBASE_VERSION, ApacheHBase
 
@@ -247,16 +266,26 @@ def main(argv: list[str] | None = None) -> int:
                 if (args.transport, args.protocol) != ("buffered", "binary"):
                     port = hbase.thrift_server(args.transport, args.protocol)
                 kwargs = hbase.connection_kwargs(port, args.transport, args.protocol)
-                apache, apache_summary = run_workloads(kwargs, args.rows, args.gets, client_counts)
+                apache, _, apache_measured = run_workloads(
+                    kwargs, args.rows, args.gets, client_counts
+                )
             finally:
                 hbase.stop(graceful=False)
         print_table(f"Apache HBase {HBASE_VERSION} standalone, Thrift-1 ({shape})", apache)
-        print("\ngateway / Apache HBase (single client; > 1 is better for throughput, < 1 for ms):")
-        for key, value in summary.items():
-            print(f"  {key:<28} {value:>12,.3f} vs {apache_summary[key]:>12,.3f}  "
-                  f"= {value / apache_summary[key]:.2f}x")  # fmt: skip
+        for workers, _, measured in runs:
+            print(
+                f"\ngateway ({workers} worker(s)) / Apache HBase: throughput (> 1 is better), "
+                "p50 and p99 (< 1 is better):"
+            )
+            for (label, clients), values in measured.items():
+                ratios = ", ".join(
+                    f"{value / apache_measured[label, clients][i]:.2f}x"
+                    for i, value in enumerate(values)
+                )
+                print(f"  {label:<16} {clients:>2} client(s)  {ratios}")
+        workers, summary, measured = runs[0]
 
-    print("\nbars (single client):")
+    print(f"\nbars (single client, {workers} worker(s)):")
     ok = True
     for bar, limit in BARS.items():
         value = summary[bar]

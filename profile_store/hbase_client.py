@@ -34,10 +34,11 @@ ENV_VARS = {
     "protocol": "HBASE_THRIFT_PROTOCOL",
     "table_prefix": "HBASE_TABLE_PREFIX",
     "data_dir": "PROFILES_HBASE_DATA_DIR",
+    "gateway_workers": "PROFILES_HBASE_GATEWAY_WORKERS",
 }
 """Environment variable of each setting (the same names the Dagster resource reads)."""
 
-_INT_SETTINGS = {"port", "pool_size", "timeout_ms"}
+_INT_SETTINGS = {"port", "pool_size", "timeout_ms", "gateway_workers"}
 
 
 @dataclass(frozen=True)
@@ -73,6 +74,8 @@ class HBaseSettings:
     timeout_ms: int | None = None
     data_dir: str = DEFAULT_DATA_DIR
     compat: str = "0.98"
+    gateway_workers: int | None = None
+    """Worker processes of the embedded gateway (None: its default, ``hbase-gateway --workers``)."""
 
     def __post_init__(self) -> None:
         if self.transport not in TRANSPORTS:
@@ -85,6 +88,8 @@ class HBaseSettings:
             raise ValueError(f"pool_size must be at least 1, got {self.pool_size}")
         if self.timeout_ms is not None and self.timeout_ms < 1:
             raise ValueError(f"timeout_ms must be positive, got {self.timeout_ms}")
+        if self.gateway_workers is not None and self.gateway_workers < 1:
+            raise ValueError(f"gateway_workers must be at least 1, got {self.gateway_workers}")
 
     @property
     def embedded(self) -> bool:
@@ -134,7 +139,10 @@ def hbase_pool(settings: HBaseSettings) -> Iterator[happybase.ConnectionPool]:
     gateway: EmbeddedGateway | None = None
     if settings.embedded:
         gateway = EmbeddedGateway(
-            settings.data_dir, transport=settings.transport, protocol=settings.protocol
+            settings.data_dir,
+            transport=settings.transport,
+            protocol=settings.protocol,
+            workers=settings.gateway_workers,
         ).start()
         host, port = gateway.host, gateway.port
     else:

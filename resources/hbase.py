@@ -49,6 +49,12 @@ class HBaseResource(ConfigurableResource):
     data_dir: str = Field(
         default=DEFAULT_DATA_DIR, description="Store directory of the embedded gateway."
     )
+    gateway_workers: int | None = Field(
+        default=None,
+        description="Worker processes of the embedded gateway (ignored with host); unset: one "
+        "per core, at most 4. Concurrent clients (Spark tasks, the pool) are then served in "
+        "parallel rather than by one Python interpreter.",
+    )
 
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     _open: contextlib.ExitStack | None = PrivateAttr(default=None)
@@ -56,7 +62,8 @@ class HBaseResource(ConfigurableResource):
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> HBaseResource:
-        """Build from ``HBASE_THRIFT_*``, ``HBASE_TABLE_PREFIX``, ``PROFILES_HBASE_DATA_DIR``."""
+        """Build from ``HBASE_THRIFT_*``, ``HBASE_TABLE_PREFIX``, ``PROFILES_HBASE_DATA_DIR``,
+        ``PROFILES_HBASE_GATEWAY_WORKERS``."""
         settings = HBaseSettings.from_env(environ, **overrides)
         return cls(
             host=settings.host,
@@ -68,6 +75,7 @@ class HBaseResource(ConfigurableResource):
             timeout_ms=settings.timeout_ms,
             compat=settings.compat,
             data_dir=settings.data_dir,
+            gateway_workers=settings.gateway_workers,
         )
 
     @property
@@ -86,6 +94,7 @@ class HBaseResource(ConfigurableResource):
             timeout_ms=self.timeout_ms,
             data_dir=self.data_dir,
             compat=self.compat,
+            gateway_workers=self.gateway_workers,
         )
 
     def setup_for_execution(self, context: InitResourceContext) -> None:

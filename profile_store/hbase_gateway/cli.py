@@ -31,8 +31,10 @@ from .server import (
     PROTOCOLS,
     TRANSPORTS,
     GatewayServer,
+    bind_listener,
 )
 from .store import Store
+from .workers import Supervisor, default_workers
 
 logger = logging.getLogger("profile_store.hbase_gateway")
 
@@ -62,6 +64,15 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         default=DEFAULT_MAX_CONNECTIONS,
         help="client connections served at once; further ones are closed at once "
         "(default %(default)s)",
+    )
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=default_workers(),
+        metavar="N",
+        help="processes serving connections, each with its own store connections and threads "
+        "(Python runs one thread at a time per process); 1 serves everything in this process "
+        "(default: the CPU count, at most 4; here %(default)s)",
     )
     parser.add_argument(
         "--idle-timeout",
@@ -131,6 +142,8 @@ def run(args: argparse.Namespace) -> int:
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
             stream=sys.stderr,
         )
+    if args.workers > 1:
+        return _run_workers(args)
     store = Store(args.data_dir)
     try:
         server = GatewayServer(
@@ -149,16 +162,9 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: server.shutdown())
     if args.exit_with_stdin:
         threading.Thread(target=_shutdown_on_eof, args=(server,), daemon=True).start()
-    logger.info(
-        "hbase-gateway listening on %s (transport=%s, protocol=%s, data_dir=%s, pid=%d)",
-        server.address,
-        server.transport,
-        server.protocol,
-        store.data_dir,
-        os.getpid(),
-    )
+    _log_listening(args, server.address, 1)
     if args.ready_file is not None:
-        _write_ready_file(args.ready_file, server)
+        _write_ready_file(args.ready_file, server.host, server.port)
     compactor = (
         BackgroundCompactor(
             store, args.compact_after_cells, args.compact_interval, args.compact_quiet
@@ -176,6 +182,41 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_workers(args: argparse.Namespace) -> int:
+    """Bind, then fork the workers (``workers.Supervisor``). The store is created here first,
+    so workers never race to create its schema, and closed before any fork."""
+    Store(args.data_dir).close()
+    listener = bind_listener(args.host, args.port)
+    supervisor = Supervisor(args, listener, args.workers)
+    address = f"{supervisor.host}:{supervisor.port}"
+
+    def ready() -> None:
+        _log_listening(args, address, args.workers)
+        if args.ready_file is not None:
+            _write_ready_file(args.ready_file, supervisor.host, supervisor.port)
+
+    supervisor.on_ready = ready
+    try:
+        code = supervisor.run()
+    finally:
+        listener.close()
+    logger.info("hbase-gateway on %s stopped", address)
+    return code
+
+
+def _log_listening(args: argparse.Namespace, address: str, workers: int) -> None:
+    logger.info(
+        "hbase-gateway listening on %s (transport=%s, protocol=%s, data_dir=%s, pid=%d, "
+        "workers=%d)",
+        address,
+        args.transport,
+        args.protocol,
+        args.data_dir,
+        os.getpid(),
+        workers,
+    )
+
+
 def _shutdown_on_eof(server: GatewayServer) -> None:
     """Raw ``os.read``: a buffered stdin reader would block interpreter shutdown on its lock."""
     try:
@@ -187,11 +228,11 @@ def _shutdown_on_eof(server: GatewayServer) -> None:
         server.shutdown()
 
 
-def _write_ready_file(path: Path, server: GatewayServer) -> None:
+def _write_ready_file(path: Path, host: str, port: int) -> None:
     """Atomically publish the bound address, so a watcher never reads half a file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"host": server.host, "port": server.port, "pid": os.getpid()}))
+    tmp.write_text(json.dumps({"host": host, "port": port, "pid": os.getpid()}))
     os.replace(tmp, path)
 
 

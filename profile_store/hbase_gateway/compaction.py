@@ -14,12 +14,19 @@ transactions, so readers (WAL) are never blocked and writers wait at most one ch
 Delete markers stay until a major compaction (``major_compact`` through Thrift), as in HBase.
 The counts survive restarts (the store's ``meta`` table), and a gateway's first pass runs at
 start, so gateways that live for one Dagster run each still keep their store compacted.
+
+Quiet is judged from that persistent count, not from this process's own writes: with several
+worker processes the compactor runs in a process that serves no client, and a table is quiet
+when its count has not moved for ``quiet_s``. A table first seen already due counts as quiet (a
+gateway that starts after a run compacts what the run left at once, as before).
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import threading
+import time
 
 from .store import Store
 
@@ -48,6 +55,8 @@ class BackgroundCompactor:
         self.after_cells = after_cells
         self.interval_s = interval_s
         self.quiet_s = quiet_s
+        self._last_count: dict[bytes, tuple[int, float]] = {}  # name -> (written, since when)
+        self.waiting_for_quiet = False  # the last pass found a table due but not yet quiet
         self._stopping = threading.Event()
         self._thread = threading.Thread(
             target=self._run, name="hbase-gateway-compactor", daemon=True
@@ -61,16 +70,36 @@ class BackgroundCompactor:
         self._stopping.set()
         self._thread.join(timeout)
 
+    def seconds_unchanged(self, name: bytes, written: int) -> float:
+        """Seconds since ``name``'s written count was first seen at its current value (inf at
+        the first sighting): writes from every process move that count."""
+        now = time.monotonic()
+        seen = self._last_count.get(name)
+        if seen is None:
+            self._last_count[name] = (written, -math.inf)
+            return math.inf
+        if seen[0] != written:
+            self._last_count[name] = (written, now)
+            return 0.0
+        return now - seen[1]
+
     def compact_due_tables(self) -> list[bytes]:
         """One pass: compact every table due; returns their names."""
         due = []
-        for name in self.store.table_names():
+        self.waiting_for_quiet = False
+        names = self.store.table_names()
+        for gone in set(self._last_count) - set(names):
+            del self._last_count[gone]
+        for name in names:
             written = self.store.written_since_compaction(name)
             stored_after = self.store.stored_after_compaction(name)
             threshold = max(self.after_cells, GROWTH * stored_after)
-            quiet = self.store.seconds_since_write(name) >= self.quiet_s
-            if written >= threshold and (quiet or written >= FORCE_AFTER * threshold):
-                due.append(name)
+            quiet = self.seconds_unchanged(name, written) >= self.quiet_s
+            if written >= threshold:
+                if quiet or written >= FORCE_AFTER * threshold:
+                    due.append(name)
+                else:
+                    self.waiting_for_quiet = True
         for name in due:
             if self._stopping.is_set():
                 break
@@ -89,6 +118,8 @@ class BackgroundCompactor:
             wait = self.interval_s
             try:
                 self.compact_due_tables()
+                if self.waiting_for_quiet:  # look again once the table may have gone quiet
+                    wait = min(self.interval_s, self.quiet_s)
             except Exception:  # a table dropped meanwhile, a closed store: try again next time
                 logger.exception(
                     "background compaction failed; retrying in %.0f s", self.interval_s

@@ -26,6 +26,7 @@ from .idl import load_idl
 from .scanner import Scanner, ScannerRegistry, ScanSpec
 from .schema import FOREVER, LATEST_TIMESTAMP, FamilyDescriptor, StoredCell, TableInfo
 from .store import RowCells, Store
+from .wire import EncodedRows
 
 _IDL = load_idl()
 TCell = _IDL.TCell
@@ -42,8 +43,18 @@ def _as_bytes(value: bytes | str) -> bytes:
 class HbaseHandler:
     """Implements the ``Hbase`` service; thread-safe (one instance serves all connections)."""
 
-    def __init__(self, store: Store, *, server_name: str | None = None, port: int = 0) -> None:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        server_name: str | None = None,
+        port: int = 0,
+        encode_rows: bool = False,
+    ) -> None:
+        """``encode_rows``: scanners return rows already encoded for the binary protocol
+        (``wire``), which the server then writes as they are."""
         self.store = store
+        self._encode_rows = encode_rows
         self.scanners = ScannerRegistry()
         self._server_name = (server_name or socket.gethostname()).encode()
         self._port = port
@@ -355,6 +366,8 @@ class HbaseHandler:
     def _open(self, tableName: bytes, spec: ScanSpec) -> int:
         info = self.store.readable(tableName)
         sort = spec.sort_columns
+        if self._encode_rows and not sort:
+            return self.scanners.add(Scanner(self.store, tableName, spec, encoded=True))
         row_result = self._row_result
 
         def build(row: bytes, cells: list[StoredCell]) -> object:
@@ -443,7 +456,7 @@ class HbaseHandler:
         results = scanner.next_rows(count)
         if len(results) == count:  # a client asking for a full batch will likely ask again
             self._after_reply.task = lambda: scanner.prefetch(count)
-        return results
+        return EncodedRows(results) if scanner.encoded else results
 
     def run_after_reply(self) -> None:
         """Run work deferred until the reply of this thread's last call went out (prefetch)."""

@@ -3,7 +3,7 @@
 Used by the Dagster HBase resource, the tests and the benchmark. The child binds port 0 and
 publishes the port it got in a ready file, so there is no window in which another process can
 take a port picked in advance. The child also exits when its stdin closes, so a parent that dies
-without cleaning up does not leave a gateway behind.
+without cleaning up does not leave a gateway behind; its worker processes die with it.
 """
 
 from __future__ import annotations
@@ -21,7 +21,34 @@ from typing import IO
 import profile_store
 from profile_store.child_processes import stop_process
 
+from .workers import default_workers
+
 _PACKAGE_ROOT = str(Path(profile_store.__file__).resolve().parent.parent)
+
+
+def child_pids(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (from ``/proc``; no psutil)."""
+    children = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except OSError:  # exited meanwhile
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()  # after "pid (command) "
+        if int(fields[1]) == pid and fields[0] != "Z":
+            children.append(int(entry))
+    return children
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
 
 
 class GatewayStartError(RuntimeError):
@@ -42,10 +69,15 @@ class EmbeddedGateway:
         startup_timeout: float = 30.0,
         log_path: str | Path | None = None,
         server_args: tuple[str, ...] = (),
+        workers: int | None = None,
     ) -> None:
-        """``server_args``: more ``hbase-gateway`` options, e.g. ``("--max-connections", "8")``."""
+        """``server_args``: more ``hbase-gateway`` options, e.g. ``("--max-connections", "8")``;
+        ``workers``: serving processes (None: ``hbase-gateway``'s default, see ``--workers``)."""
         self.data_dir = Path(data_dir)
         self.server_args = tuple(server_args)
+        self.workers = default_workers() if workers is None else workers
+        if self.workers < 1:
+            raise ValueError(f"workers must be at least 1, got {self.workers}")
         self.host = host
         self.requested_port = port
         self.transport = transport
@@ -97,6 +129,8 @@ class EmbeddedGateway:
             "--ready-file",
             str(ready_file),
             "--exit-with-stdin",
+            "--workers",
+            str(self.workers),
             *self.server_args,
         ]
         env = dict(os.environ)
@@ -156,14 +190,21 @@ class EmbeddedGateway:
         self._cleanup()
         return process.returncode
 
-    def kill(self) -> None:
-        """SIGKILL with no chance to clean up (crash-durability tests)."""
+    def kill(self, timeout: float = 10.0) -> None:
+        """SIGKILL with no chance to clean up (crash-durability tests); returns once the worker
+        processes, which the kernel kills with their parent, are gone too."""
         process = self._process
         if process is None:
             return
         if process.poll() is None:
+            workers = child_pids(process.pid)
             process.kill()
             process.wait()
+            deadline = time.monotonic() + timeout
+            while any(map(pid_alive, workers)):
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"gateway workers {workers} outlived their parent")
+                time.sleep(0.01)
         self._cleanup()
 
     def _cleanup(self) -> None:

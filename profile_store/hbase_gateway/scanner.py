@@ -18,6 +18,7 @@ from typing import Any
 from .errors import GatewayIllegalArgument, GatewayInternalError, GatewayIOError
 from .schema import StoredCell, TableInfo
 from .store import Bound, RowCells, Store, finish_cells, now_ms
+from .wire import encode_newest, encode_row
 
 _MIN_CHUNK_CELLS = 256
 _MAX_CHUNK_CELLS = 20_000
@@ -55,10 +56,20 @@ class Scanner:
         table: bytes,
         spec: ScanSpec,
         build: Callable[[bytes, list[StoredCell]], Any] = _as_row_cells,
+        *,
+        encoded: bool = False,
     ) -> None:
+        """``encoded``: rows are encoded for the wire (``wire``) instead of ``build``."""
         self._store = store
-        self._build = build
         self.info: TableInfo = store.readable(table)
+        self.encoded = encoded
+        if encoded:
+            prefixes = self.info.column_prefixes
+
+            def build(row: bytes, cells: list[StoredCell]) -> bytes:
+                return encode_row(prefixes, row, cells)
+
+        self._build = build
         self.spec = spec
         self._selection = self.info.select(spec.columns)
         chosen = None if self._selection is None else self._selection.family_ids()
@@ -158,6 +169,14 @@ class Scanner:
         floors = info.ttl_floors(now_ms())
         limits = info.version_limits(1)
         batch = self.spec.batch_size
+        if self.encoded and self._filter is None and not batch:  # the common scan, one pass
+            prefixes = info.column_prefixes
+            pending = self._pending
+            for row, cells in rows:
+                encoded = encode_newest(prefixes, row, cells, floors)
+                if encoded is not None:
+                    pending.append(encoded)
+            return
         build = self._build
         for row, cells in rows:
             if self._filter is None:

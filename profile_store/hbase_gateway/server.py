@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import select
 import socket
 import threading
+import time
 from typing import Any
 
 from thriftpy2.protocol import TCompactProtocolFactory, TCyBinaryProtocolFactory
@@ -37,6 +39,7 @@ from .errors import (
 from .handler import HbaseHandler
 from .idl import load_idl
 from .store import Store
+from .wire import EncodedRows, write_reply
 
 logger = logging.getLogger(__name__)
 
@@ -44,6 +47,8 @@ TRANSPORTS = {"buffered": TCyBufferedTransportFactory, "framed": TCyFramedTransp
 PROTOCOLS = {"binary": TCyBinaryProtocolFactory, "compact": TCompactProtocolFactory}
 
 _IDL = load_idl()
+_DEFER_S = 0.002  # a busier worker's pause before it looks at the listener again
+_MAX_DEFERRALS = 10  # at most this many pauses per connection: a stalled peer cannot stall us
 
 
 class GatewayProcessor(TProcessor):
@@ -83,7 +88,9 @@ class GatewayProcessor(TProcessor):
             if not self._attach(result, exc, message):
                 self._send_application_error(oprot, api, seqid, message)
                 return
-        if not result.oneway:
+        if type(getattr(result, "success", None)) is EncodedRows:  # a scan reply, pre-encoded
+            write_reply(oprot, api, seqid, result.success)
+        elif not result.oneway:
             self.send_result(oprot, api, result, seqid)
         self._handler.run_after_reply()
 
@@ -112,6 +119,43 @@ class GatewayProcessor(TProcessor):
 
 DEFAULT_MAX_CONNECTIONS = 256
 DEFAULT_IDLE_TIMEOUT_S = 3600.0
+LISTEN_BACKLOG = 256
+
+
+def bind_listener(host: str, port: int) -> socket.socket:
+    """The listening socket (port 0 picks a free one); a multi-process gateway binds it once,
+    before it forks the workers that accept on it."""
+    return socket.create_server((host, port), backlog=LISTEN_BACKLOG)
+
+
+class ConnectionSlots:
+    """The connection cap of one process: a counter under a lock.
+
+    ``workers.SharedSlots`` keeps the same cap across the worker processes of one gateway.
+    """
+
+    def __init__(self, cap: int) -> None:
+        if cap < 1:
+            raise ValueError(f"max_connections must be at least 1, got {cap}")
+        self.cap = cap
+        self._open = 0
+        self._lock = threading.Lock()
+
+    def acquire(self) -> bool:
+        """Take a slot for a new connection; False if ``cap`` are open."""
+        with self._lock:
+            if self._open >= self.cap:
+                return False
+            self._open += 1
+            return True
+
+    def release(self) -> None:
+        with self._lock:
+            self._open -= 1
+
+    def defer_accept(self) -> bool:
+        """Whether to leave the next connection to a less busy process (never, alone)."""
+        return False
 
 
 class GatewayServer:
@@ -126,12 +170,17 @@ class GatewayServer:
         protocol: str = "binary",
         max_connections: int = DEFAULT_MAX_CONNECTIONS,
         idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S,
+        *,
+        listener: socket.socket | None = None,
+        slots: ConnectionSlots | None = None,
     ) -> None:
-        if max_connections < 1:
-            raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+        """``listener``: an already bound socket (a worker process's, inherited from the parent
+        that bound it; ``host`` and ``port`` are then ignored); ``slots``: the connection cap
+        shared with other processes (default: ``max_connections`` for this process alone)."""
         if not idle_timeout_s > 0:
             raise ValueError(f"idle_timeout_s must be greater than 0, got {idle_timeout_s}")
-        self.max_connections = max_connections
+        self._slots = slots if slots is not None else ConnectionSlots(max_connections)
+        self.max_connections = self._slots.cap
         self.idle_timeout_s = idle_timeout_s
         self.refused = 0  # connections closed at once: over the cap or no thread for them
         if transport not in TRANSPORTS:
@@ -141,9 +190,11 @@ class GatewayServer:
         self.store = store
         self.transport = transport
         self.protocol = protocol
-        self._listener = socket.create_server((host, port), backlog=256)
+        self._listener = listener if listener is not None else bind_listener(host, port)
         self.host, self.port = self._listener.getsockname()[:2]
-        self.handler = HbaseHandler(store, server_name=self.host, port=self.port)
+        self.handler = HbaseHandler(
+            store, server_name=self.host, port=self.port, encode_rows=protocol == "binary"
+        )
         self._processor = GatewayProcessor(_IDL.Hbase, self.handler)
         self._transport_factory = TRANSPORTS[transport]()
         self._protocol_factory = PROTOCOLS[protocol]()
@@ -156,18 +207,38 @@ class GatewayServer:
         return f"{self.host}:{self.port}"
 
     def serve_forever(self, poll_interval: float = 0.2) -> None:
-        """Accept connections until ``shutdown()``; then wait for in-flight calls to finish."""
-        self._listener.settimeout(poll_interval)
+        """Accept connections until ``shutdown()``; then wait for in-flight calls to finish.
+
+        The listener is non-blocking and waited on with ``select``: worker processes share it,
+        so a connection another worker took first is no error, and a worker holding more
+        connections than another lets a pending one go to it for a moment (``defer_accept``).
+        """
+        self._listener.setblocking(False)
+        deferred = 0
         try:
             while not self._stopping.is_set():
                 try:
-                    client, _ = self._listener.accept()
-                except TimeoutError:
+                    readable, _, _ = select.select([self._listener], [], [], poll_interval)
+                except (OSError, ValueError):
+                    if self._stopping.is_set():
+                        break
+                    raise
+                if not readable:
                     continue
+                if deferred < _MAX_DEFERRALS and self._slots.defer_accept():
+                    deferred += 1
+                    time.sleep(_DEFER_S)
+                    continue
+                deferred = 0
+                try:
+                    client, _ = self._listener.accept()
+                except BlockingIOError:
+                    continue  # another worker took it
                 except OSError:
                     if self._stopping.is_set():
                         break
                     raise
+                client.setblocking(True)
                 self._admit(client)
         finally:
             self._listener.close()
@@ -176,9 +247,7 @@ class GatewayServer:
     def _admit(self, client: socket.socket) -> None:
         """Serve ``client`` on its own thread, or close it if the cap is reached or no thread
         can be started; either way the accept loop goes on."""
-        with self._clients_lock:
-            full = len(self._clients) >= self.max_connections
-        if full:
+        if not self._slots.acquire():
             self._refuse(client, f"{self.max_connections} connections open (the cap)")
             return
         thread = threading.Thread(
@@ -191,6 +260,7 @@ class GatewayServer:
         except RuntimeError as error:  # "can't start new thread": out of memory or a ulimit
             with self._clients_lock:
                 self._clients.pop(client, None)
+            self._slots.release()
             self._refuse(client, f"no thread could be started ({error})")
 
     def _start(self, thread: threading.Thread) -> None:
@@ -234,5 +304,6 @@ class GatewayServer:
             # connect again at once and must find the slot free.
             with self._clients_lock:
                 self._clients.pop(client, None)
+            self._slots.release()
             with contextlib.suppress(Exception):  # the socket may already be gone
                 trans.close()

@@ -14,13 +14,15 @@ acknowledged write is in the WAL file and survives ``kill -9`` of the process (`
 NORMAL`` does not fsync each commit, so a power loss can lose the last commits). Reads run on a
 pool of autocommit connections, each statement on its own WAL snapshot, so a row read by one
 statement is never torn. Several processes may open the same directory: the catalog carries a
-generation number that every write transaction checks, and readers reload on a miss.
+generation number that every write transaction checks, and readers reload on a miss. The
+worker processes of one gateway also share a ``CatalogSignal``: a catalog change committed by
+one worker is seen by the next read of every other, as with a single process.
 """
 
 from __future__ import annotations
 
 import contextlib
-import math
+import ctypes
 import sqlite3
 import struct
 import threading
@@ -28,6 +30,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
+from multiprocessing.sharedctypes import RawValue
 from operator import itemgetter
 from pathlib import Path
 
@@ -141,10 +144,37 @@ def group_rows(cells: list[StoredCell], reverse: bool = False) -> list[RowCells]
     return rows
 
 
+class CatalogSignal:
+    """The newest catalog generation committed by any process of one gateway, in shared memory.
+
+    Created before the gateway forks its workers. A writer publishes the generation inside its
+    write transaction (writers are serialized by SQLite, so the value only grows); a reader that
+    sees a value above its cached catalog's reloads it, so a table created, disabled or deleted
+    through one worker is seen by the next call on any other. If the commit then failed, the
+    readers reload on every call until the next catalog change: slower, never stale.
+    """
+
+    def __init__(self) -> None:
+        self._value = RawValue(ctypes.c_int64, -1)
+
+    @property
+    def generation(self) -> int:
+        return self._value.value
+
+    def publish(self, generation: int) -> None:
+        self._value.value = generation
+
+
 class Store:
     """The gateway's storage engine; thread-safe, one instance per process and data dir."""
 
-    def __init__(self, data_dir: str | Path, *, busy_timeout_ms: int = 60_000) -> None:
+    def __init__(
+        self,
+        data_dir: str | Path,
+        *,
+        busy_timeout_ms: int = 60_000,
+        catalog_signal: CatalogSignal | None = None,
+    ) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.data_dir / DB_FILE
@@ -154,7 +184,7 @@ class Store:
         self._all_connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._catalog: dict[bytes, TableInfo] = {}
-        self._last_write: dict[int, float] = {}  # table id -> time.monotonic() of its last batch
+        self._signal = catalog_signal
         self._generation = -1
         self._closed = False
         self._writer = self._connect()
@@ -282,10 +312,18 @@ class Store:
             self._readers.append(conn)
 
     def _bump_generation(self, conn: sqlite3.Connection) -> None:
+        """Called last before the commit; ``_load_catalog`` follows it in every caller."""
         conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'catalog_generation'")
+        if self._signal is not None:
+            (generation,) = conn.execute(
+                "SELECT value FROM meta WHERE key = 'catalog_generation'"
+            ).fetchone()
+            self._signal.publish(generation)
 
     def table(self, name: bytes) -> TableInfo:
         """The catalog entry for ``name`` (enabled or not); TableNotFound if it does not exist."""
+        if self._signal is not None and self._signal.generation > self._generation:
+            self._reload_catalog()
         info = self._catalog.get(name)
         if info is None:
             self._reload_catalog()
@@ -402,14 +440,8 @@ class Store:
         """The cells ``name`` stored when its last compaction ended (0: never compacted)."""
         return self._meta(f"stored_after:{self.table(name).table_id}")
 
-    def seconds_since_write(self, name: bytes) -> float:
-        """Seconds since this process last applied a batch to ``name`` (inf: not since start)."""
-        last = self._last_write.get(self.table(name).table_id)
-        return math.inf if last is None else time.monotonic() - last
-
     def _count_written(self, conn: sqlite3.Connection, info: TableInfo, cells: int) -> None:
         _add_meta(conn, f"written:{info.table_id}", cells)
-        self._last_write[info.table_id] = time.monotonic()
 
     def _meta(self, key: str) -> int:
         with self._write_lock:

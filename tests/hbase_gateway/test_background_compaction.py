@@ -63,6 +63,29 @@ def test_rewritten_rows_are_compacted_in_the_background_and_reads_never_change(t
         connection.close()
 
 
+def test_writes_through_worker_processes_are_compacted_once_they_pause(tmp_path):
+    """The compactor is a process of its own: it sees the workers' writes in the store's
+    written count, and waits while that count keeps moving."""
+    args = ("--compact-after-cells", "1000", "--compact-interval", "0.2", "--compact-quiet", "2")
+    with EmbeddedGateway(tmp_path, workers=2, server_args=args) as gateway:
+        connections = [happybase.Connection(**gateway.connection_kwargs()) for _ in range(2)]
+        connections[0].create_table("t", {"f": {"max_versions": 1}})
+        # 300 rows rewritten every 0.3 s: due from the 4th round on (1,000 cells), never four
+        # times due (4,000), never quiet for 2 s, so nothing is compacted while it lasts
+        for version in range(10):
+            with connections[version % 2].table("t").batch() as batch:
+                for row in range(300):
+                    batch.put(b"r%05d" % row, {b"f:a": b"%d" % version})
+            time.sleep(0.3)
+        assert stored_cells(tmp_path, "t") == 3_000
+        assert "compacted t" not in gateway.log_path.read_text()
+        assert wait_for(lambda: stored_cells(tmp_path, "t") == 300, timeout_s=20)
+        assert "compacted t: 3000 stored cells -> 300" in gateway.log_path.read_text()
+        assert connections[1].table("t").row(b"r00042") == {b"f:a": b"9"}
+        for connection in connections:
+            connection.close()
+
+
 def test_background_compaction_can_be_turned_off(tmp_path):
     with EmbeddedGateway(tmp_path, server_args=("--compact-after-cells", "0")) as gateway:
         connection = happybase.Connection(**gateway.connection_kwargs())

@@ -38,6 +38,21 @@ def test_from_env_without_variables_is_embedded() -> None:
     assert resource.data_dir == "somewhere"
 
 
+def test_the_embedded_gateways_worker_count_is_configurable(tmp_path: Path) -> None:
+    assert HBaseResource.from_env({}).gateway_workers is None  # the gateway's own default
+    from_env = HBaseResource.from_env({"PROFILES_HBASE_GATEWAY_WORKERS": "3"})
+    assert from_env.settings().gateway_workers == 3
+    with pytest.raises(ValueError, match="gateway_workers"):
+        HBaseResource(data_dir=str(tmp_path), gateway_workers=0).pool()
+    resource = HBaseResource(data_dir=str(tmp_path), gateway_workers=1)
+    try:
+        with resource.connection() as connection:
+            assert connection.tables() == []
+        assert "workers=1)" in (tmp_path / "gateway.log").read_text()
+    finally:
+        resource.close()
+
+
 def test_invalid_transport_is_rejected_before_connecting(tmp_path: Path) -> None:
     resource = HBaseResource(data_dir=str(tmp_path), transport="http")
     with pytest.raises(ValueError, match="transport"):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -135,14 +136,44 @@ def write_cells(store: Store, cells: int) -> None:
 
 
 def test_a_table_being_written_is_compacted_once_its_writes_pause(store: Store) -> None:
+    compactor = BackgroundCompactor(store, after_cells=1_000, quiet_s=0.3)
+    assert compactor.compact_due_tables() == []  # nothing due yet
     write_cells(store, 1_500)
-    assert BackgroundCompactor(store, after_cells=1_000, quiet_s=60).compact_due_tables() == []
-    assert BackgroundCompactor(store, after_cells=1_000, quiet_s=0).compact_due_tables() == [b"t"]
+    assert compactor.compact_due_tables() == []  # due, but its written count just moved
+    assert compactor.waiting_for_quiet
+    time.sleep(0.35)
+    assert compactor.compact_due_tables() == [b"t"]
+
+
+def test_a_table_first_seen_already_due_is_compacted_at_once(store: Store) -> None:
+    """A gateway started after a run compacts what the run left without waiting."""
+    write_cells(store, 1_500)
+    assert BackgroundCompactor(store, after_cells=1_000, quiet_s=60).compact_due_tables() == [b"t"]
 
 
 def test_a_table_written_without_pause_is_still_compacted(store: Store) -> None:
     compactor = BackgroundCompactor(store, after_cells=1_000, quiet_s=60)
+    assert compactor.compact_due_tables() == []
     write_cells(store, 3_999)
     assert compactor.compact_due_tables() == []
     write_cells(store, 1)
     assert compactor.compact_due_tables() == [b"t"]
+
+
+def test_writes_through_another_store_keep_a_table_from_being_quiet(
+    store: Store, tmp_path: Path
+) -> None:
+    """The compactor of a multi-process gateway serves no client: other processes write."""
+    writer = Store(tmp_path)
+    try:
+        compactor = BackgroundCompactor(store, after_cells=1_000, quiet_s=0.3)
+        assert compactor.compact_due_tables() == []
+        for _ in range(3):
+            write_cells(writer, 600)
+            assert compactor.compact_due_tables() == []
+            time.sleep(0.2)  # shorter than quiet_s
+        time.sleep(0.35)
+        assert compactor.compact_due_tables() == [b"t"]
+        assert store.written_since_compaction(b"t") == 0
+    finally:
+        writer.close()

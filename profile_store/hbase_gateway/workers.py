@@ -1,0 +1,317 @@
+"""The pre-forked gateway: several worker processes accept on one listening socket.
+
+One process serves every connection under one interpreter lock, so with many concurrent clients
+the gateway's request handling is serialized while a real HBase serves them on many threads.
+With ``--workers N`` the parent binds the socket, creates what the processes share, and forks
+N workers that each accept on the inherited socket and serve their connections on threads, as
+a single-process gateway does. What they share:
+
+* the store, through SQLite (each worker opens its own ``Store`` after the fork): writes are
+  serialized across processes by ``BEGIN IMMEDIATE``, so timestamps, counters and batches are
+  exactly as with one process;
+* a ``CatalogSignal`` (shared memory): a table created, disabled or deleted through one worker
+  is seen by the next call on any other;
+* ``SharedSlots`` (shared memory and a file lock): the connection cap is the total.
+
+Scanners live in the worker that opened them, as does the connection they belong to.
+
+The parent stays single-threaded and never holds a store connection, so it can fork again at
+any time to replace a worker that died. Background compaction needs a store, so it runs in one
+more child of its own. Children die with the parent (``PR_SET_PDEATHSIG``), even on SIGKILL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import fcntl
+import logging
+import os
+import select
+import signal
+import socket
+import time
+from collections import deque
+from collections.abc import Callable, Iterator
+from multiprocessing.sharedctypes import RawArray
+
+from .compaction import BackgroundCompactor
+from .server import ConnectionSlots, GatewayServer
+from .store import CatalogSignal, Store
+
+logger = logging.getLogger(__name__)
+
+COMPACTOR = -1  # the role of the compaction child; workers are numbered from 0
+MAX_RESTARTS = 5  # children restarted within RESTART_WINDOW_S before the gateway gives up
+RESTART_WINDOW_S = 60.0
+SHUTDOWN_TIMEOUT_S = 25.0  # then SIGKILL: within EmbeddedGateway.stop()'s 30 s
+_PR_SET_PDEATHSIG = 1
+_STOP_SIGNALS = {signal.SIGTERM, signal.SIGINT}
+_BLOCKED_AT_FORK = _STOP_SIGNALS | {signal.SIGCHLD}
+
+
+def default_workers() -> int:
+    """One worker per core, at most 4: beyond that the workers mostly wait for SQLite's one
+    writer, and each costs memory."""
+    return max(1, min(os.cpu_count() or 1, 4))
+
+
+class SharedSlots(ConnectionSlots):
+    """The connection cap across the worker processes of one gateway.
+
+    Each worker counts its open connections in its own cell of a shared array; admission sums
+    them under a ``flock`` (released by the kernel if its holder dies, unlike a semaphore). The
+    counts also tell a worker whether another one is less busy (``defer_accept``).
+    """
+
+    def __init__(self, cap: int, workers: int) -> None:
+        super().__init__(cap)
+        self._counts = RawArray(ctypes.c_int32, workers)
+        self._memfd = os.memfd_create("hbase-gateway-slots")
+        self._lock_fd = self._memfd  # the parent's; a worker opens its own after the fork
+        self._index = -1
+
+    def bind(self, index: int) -> None:
+        """Become worker ``index`` (in the child, after the fork). A file lock excludes other
+        open file descriptions only, so each worker opens the file anew."""
+        self._index = index
+        self._lock_fd = os.open(f"/proc/self/fd/{self._memfd}", os.O_RDWR | os.O_CLOEXEC)
+        self._counts[index] = 0
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with self._lock:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+
+    def acquire(self) -> bool:
+        with self._locked():
+            if sum(self._counts) >= self.cap:
+                return False
+            self._counts[self._index] += 1
+            return True
+
+    def release(self) -> None:
+        with self._locked():
+            self._counts[self._index] -= 1
+
+    def defer_accept(self) -> bool:
+        mine = self._counts[self._index]
+        return any(count < mine for count in self._counts)
+
+    def open_connections(self) -> list[int]:
+        """Open connections per worker (the accept balance, for logs and tests)."""
+        return list(self._counts)
+
+    def reset(self, index: int) -> None:
+        """In the parent: worker ``index`` died, and its connections with it."""
+        with self._locked():
+            self._counts[index] = 0
+
+
+class Supervisor:
+    """The parent of a multi-process gateway: forks the children, restarts them, stops them."""
+
+    def __init__(
+        self,
+        args: argparse.Namespace,
+        listener: socket.socket,
+        workers: int,
+        on_ready: Callable[[], None] = lambda: None,
+    ) -> None:
+        self.args = args
+        self.listener = listener
+        self.workers = workers
+        self.on_ready = on_ready
+        self.slots = SharedSlots(args.max_connections, workers)
+        self.catalog_signal = CatalogSignal()
+        self.host, self.port = listener.getsockname()[:2]
+        self._children: dict[int, int] = {}  # pid -> role (worker index or COMPACTOR)
+        self._restarts: deque[float] = deque()
+        self._stopping = False
+        self._failed = False
+
+    def run(self) -> int:
+        """Serve until SIGTERM, SIGINT, stdin EOF (``--exit-with-stdin``) or a crash loop."""
+        wake_r, wake_w = os.pipe()
+        os.set_blocking(wake_r, False)
+        os.set_blocking(wake_w, False)
+        signal.set_wakeup_fd(wake_w)
+        for signum in _STOP_SIGNALS:
+            signal.signal(signum, self._stop_signal)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # only to wake the loop (wakeup fd)
+        try:
+            for index in range(self.workers):
+                self._spawn(index)
+            if self.args.compact_after_cells:
+                self._spawn(COMPACTOR)
+            self.on_ready()
+            watch_stdin = bool(self.args.exit_with_stdin)
+            while not self._stopping:
+                watched = [wake_r, 0] if watch_stdin else [wake_r]
+                readable, _, _ = select.select(watched, [], [], 1.0)
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_r, 4096)
+                if 0 in readable and not _read_stdin():
+                    logger.info("stdin closed: shutting down")
+                    self._stopping = True
+                self._reap()
+            return self._shutdown()
+        finally:
+            signal.set_wakeup_fd(-1)
+            os.close(wake_r)
+            os.close(wake_w)
+
+    def _stop_signal(self, signum: int, _frame: object) -> None:
+        self._stopping = True
+
+    def _spawn(self, role: int) -> None:
+        """Fork a child with the stop signals blocked, so none arrives before its handlers."""
+        parent = os.getpid()
+        signal.pthread_sigmask(signal.SIG_BLOCK, _BLOCKED_AT_FORK)
+        try:
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    _die_with_parent(parent)
+                    code = self._child(role)
+                except BaseException:
+                    logger.exception("hbase-gateway %s failed", _role_name(role))
+                finally:
+                    for handler in logging.getLogger().handlers:
+                        with contextlib.suppress(Exception):
+                            handler.flush()
+                    os._exit(code)
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _BLOCKED_AT_FORK)
+        self._children[pid] = role
+
+    def _child(self, role: int) -> int:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        if role == COMPACTOR:
+            return self._run_compactor()
+        self.slots.bind(role)
+        store = Store(self.args.data_dir, catalog_signal=self.catalog_signal)
+        try:
+            server = GatewayServer(
+                store,
+                transport=self.args.transport,
+                protocol=self.args.protocol,
+                idle_timeout_s=self.args.idle_timeout,
+                listener=self.listener,
+                slots=self.slots,
+            )
+            for signum in _STOP_SIGNALS:
+                signal.signal(signum, lambda *_: server.shutdown())
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _BLOCKED_AT_FORK)
+            logger.debug("worker %d serving (pid=%d)", role, os.getpid())
+            server.serve_forever()
+        finally:
+            store.close()
+        return 0
+
+    def _run_compactor(self) -> int:
+        self.listener.close()
+        store = Store(self.args.data_dir, catalog_signal=self.catalog_signal)
+        try:
+            compactor = BackgroundCompactor(
+                store,
+                self.args.compact_after_cells,
+                self.args.compact_interval,
+                self.args.compact_quiet,
+            ).start()  # its thread inherits the blocked stop signals
+            signal.sigwait(_STOP_SIGNALS)
+            compactor.stop()
+        finally:
+            store.close()
+        return 0
+
+    def _reap(self) -> None:
+        """Collect exited children; replace them unless stopping (at a bounded rate)."""
+        while self._children:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            role = self._children.pop(pid, None)
+            if role is None:
+                continue
+            if role != COMPACTOR:
+                self.slots.reset(role)
+            if self._stopping:
+                continue
+            logger.error(
+                "hbase-gateway %s (pid %d) %s; starting another",
+                _role_name(role),
+                pid,
+                _exit_reason(status),
+            )
+            now = time.monotonic()
+            self._restarts.append(now)
+            while self._restarts and self._restarts[0] < now - RESTART_WINDOW_S:
+                self._restarts.popleft()
+            if len(self._restarts) > MAX_RESTARTS:
+                logger.error(
+                    "more than %d restarts within %.0f s: shutting the gateway down",
+                    MAX_RESTARTS,
+                    RESTART_WINDOW_S,
+                )
+                self._stopping = self._failed = True
+                return
+            self._spawn(role)
+
+    def _shutdown(self) -> int:
+        """SIGTERM every child (each finishes its calls in flight and closes its store), wait,
+        then SIGKILL what is left."""
+        self.listener.close()
+        for pid in self._children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + SHUTDOWN_TIMEOUT_S
+        while self._children and time.monotonic() < deadline:
+            self._reap()
+            time.sleep(0.02)
+        for pid in list(self._children):
+            logger.error("hbase-gateway child %d did not stop in time: killed", pid)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+            self._children.pop(pid)
+        return 1 if self._failed else 0
+
+
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel SIGKILL this child when the parent dies; if it already has (between
+    the fork and here), exit now."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _read_stdin() -> bool:
+    """False at EOF. Raw ``os.read``: nothing buffered is left behind."""
+    try:
+        return bool(os.read(0, 4096))
+    except OSError:
+        return False
+
+
+def _role_name(role: int) -> str:
+    return "compactor" if role == COMPACTOR else f"worker {role}"
+
+
+def _exit_reason(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        return f"was killed by {signal.Signals(os.WTERMSIG(status)).name}"
+    return f"exited with code {os.waitstatus_to_exitcode(status)}"
