@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 from pathlib import Path
 
 import pytest
@@ -106,8 +107,7 @@ def test_major_compaction_returns_space_to_the_file_system(store: Store) -> None
         store.mutate_rows(
             b"t", [(b"r%05d" % i, [(False, b"cf:a", b"x" * 200)]) for i in range(2000)], ts
         )
-    with sqlite3.connect(store.path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert store.checkpoint()
     before = store.path.stat().st_size
     store.compact(b"t", major=True)
     assert store.path.stat().st_size < before * 0.4
@@ -115,13 +115,11 @@ def test_major_compaction_returns_space_to_the_file_system(store: Store) -> None
 
 def test_deleting_a_table_returns_space_to_the_file_system(store: Store) -> None:
     store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"x" * 500)]) for i in range(4000)])
-    with sqlite3.connect(store.path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert store.checkpoint()
     before = store.path.stat().st_size
     store.set_enabled(b"t", False)
     store.delete_table(b"t")
-    with sqlite3.connect(store.path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert store.checkpoint()
     assert store.path.stat().st_size < before * 0.2
 
 
@@ -146,3 +144,23 @@ def test_a_table_written_without_pause_is_still_compacted(store: Store) -> None:
     assert compactor.compact_due_tables() == []
     write_cells(store, 1)
     assert compactor.compact_due_tables() == [b"t"]
+
+
+def test_committed_writes_reach_the_database_file_without_a_checkpoint_by_the_writer(
+    store: Store,
+) -> None:
+    before = store.path.stat().st_size
+    store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"x" * 200)]) for i in range(5000)])
+    deadline = time.monotonic() + 10
+    while store.path.stat().st_size < before + 5000 * 200 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.path.stat().st_size >= before + 5000 * 200
+
+
+def test_closing_the_store_leaves_an_empty_write_ahead_log(tmp_path: Path) -> None:
+    opened = Store(tmp_path)
+    opened.create_table(b"t", [FamilyDescriptor(b"cf")])
+    opened.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"x" * 200)]) for i in range(2000)])
+    opened.close()
+    wal = tmp_path / "hbase.sqlite3-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
