@@ -27,8 +27,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
-from itertools import groupby
+from itertools import chain, groupby, islice
 from operator import itemgetter
 from pathlib import Path
 
@@ -45,6 +44,7 @@ from .errors import (
 )
 from .schema import (
     LATEST_TIMESTAMP,
+    MAX_ROW_LENGTH,
     ColumnSelection,
     FamilyDescriptor,
     StoredCell,
@@ -61,11 +61,15 @@ Bound = tuple[bytes, bool]
 RowCells = tuple[bytes, list[StoredCell]]
 Mutation = tuple[bool, bytes, bytes | None]
 """``(is_delete, column, value)`` as in Thrift's ``Mutation``."""
+_Delete = tuple[bytes, int, bytes | None, int]
+"""``(row, family id, qualifier or None for the whole family, timestamp)``."""
 
 _I64 = struct.Struct(">q")
 _FAMILY_MARKER, _COLUMN_MARKER = 0, 1
 _IN_CHUNK = 500  # row keys per ``IN (...)`` lookup
 _COMPACTION_ROWS = 2000  # rows per compaction transaction, so writers are never stalled long
+_INSERT_ROWS = 100  # cells per multi-row INSERT statement (500 parameters)
+_INSERT_VALUES = ",".join(["(?,?,?,?,?)"] * _INSERT_ROWS)
 _CHECKPOINT_PAUSE_S = 0.2  # at most this often the background checkpointer copies the WAL
 # The writer checkpoints by itself only past this many WAL pages (SQLite's default is 1,000),
 # i.e. when the background checkpointer could not keep up: the WAL stays bounded.
@@ -695,24 +699,21 @@ class Store:
         the table lacks fails alone: the other rows are written and the call then reports
         ``RetriesExhaustedWithDetailsException``; when puts failed, the deletes are not applied.
         """
-        _check_batch_shape(batches, timestamp)
-        failed: list[str] = []
+        _check_timestamp_shape(timestamp)
         with self._write() as conn:
             ts = _write_timestamp(timestamp)
             try:
                 info = self._writable(name)
             except GatewayIOError as exc:  # missing or disabled: every row fails
+                _check_batch_shape(batches)  # a malformed batch is reported first
                 rows = sum(1 for _, mutations in batches if mutations)
                 cause = show_bytes(name) if name not in self._catalog else exc.message
                 raise retries_exhausted(rows, cause) from exc
-            planned = [_plan_row(info, row, mutations, ts) for row, mutations in batches]
-            puts = [cell for plan in planned if plan.put_error is None for cell in plan.puts]
-            failed = [plan.put_error for plan in planned if plan.put_error is not None]
+            puts, deletes, failed, failed_deletes = _plan_batch(info, batches, ts)
             self._apply_puts(conn, info, puts)
             written = len(puts)
             if not failed:
-                deletes = [d for plan in planned if plan.delete_error is None for d in plan.deletes]
-                failed = [plan.delete_error for plan in planned if plan.delete_error is not None]
+                failed = failed_deletes
                 self._apply_deletes(conn, info, deletes)
                 written += len(deletes)
             self._count_written(conn, info, written)
@@ -837,7 +838,7 @@ class Store:
             return
         if conn.execute(f"SELECT 1 FROM {info.markers_table} LIMIT 1").fetchone():
             puts = self._unmasked(conn, info, puts)
-        conn.executemany(f"INSERT OR REPLACE INTO {info.cells_table} VALUES (?,?,?,?,?)", puts)
+        _insert_cells(conn, info.cells_table, puts)
 
     def _unmasked(
         self, conn: sqlite3.Connection, info: TableInfo, puts: list[StoredCell]
@@ -902,6 +903,22 @@ class Store:
             )
 
 
+def _insert_cells(conn: sqlite3.Connection, table: str, cells: list[StoredCell]) -> None:
+    """``INSERT OR REPLACE`` the cells in order (a later duplicate replaces an earlier one),
+    ``_INSERT_ROWS`` to a statement: per executed statement the sqlite3 module costs about as
+    much as SQLite's own insert, so a 460,000-cell batch inserts about 20% faster."""
+    whole = len(cells) - len(cells) % _INSERT_ROWS
+    if whole:
+        flat = list(chain.from_iterable(islice(cells, whole)))
+        width = 5 * _INSERT_ROWS
+        conn.executemany(
+            f"INSERT OR REPLACE INTO {table} VALUES {_INSERT_VALUES}",
+            [flat[start : start + width] for start in range(0, len(flat), width)],
+        )
+    if whole < len(cells):
+        conn.executemany(f"INSERT OR REPLACE INTO {table} VALUES (?,?,?,?,?)", cells[whole:])
+
+
 def _reclaimable(
     conn: sqlite3.Connection, info: TableInfo, low: bytes, high: bytes, now: int
 ) -> bool:
@@ -958,16 +975,6 @@ def _write_timestamp(timestamp: int | None) -> int:
     return timestamp
 
 
-@dataclass
-class _RowPlan:
-    """One row of a ``mutateRows`` batch: its cells, or why its put / its delete fails."""
-
-    puts: list[StoredCell] = field(default_factory=list)
-    deletes: list[tuple[bytes, int, bytes | None, int]] = field(default_factory=list)
-    put_error: str | None = None
-    delete_error: str | None = None
-
-
 def _check_client_row_key(row: bytes) -> None:
     """A row key HBase's client objects (``Put``, ``Get``) refuse in their constructor, which
     its Thrift handler calls outside its ``catch``: an internal error, not IllegalArgument."""
@@ -977,40 +984,87 @@ def _check_client_row_key(row: bytes) -> None:
         raise GatewayInternalError(exc.message) from exc
 
 
-def _check_batch_shape(
-    batches: Sequence[tuple[bytes, Sequence[Mutation]]], timestamp: int | None
-) -> None:
-    """What HBase's handler rejects while building its Put and Delete objects (uncaught)."""
+def _check_timestamp_shape(timestamp: int | None) -> None:
     if timestamp is not None and timestamp < 0:
         raise GatewayInternalError(
             f"IllegalArgumentException: Timestamp cannot be negative. ts={timestamp}"
         )
+
+
+def _check_batch_shape(batches: Sequence[tuple[bytes, Sequence[Mutation]]]) -> None:
+    """What HBase's handler rejects while building its Put and Delete objects (uncaught)."""
     for row, mutations in batches:
         _check_client_row_key(row)
         for is_delete, column, _ in mutations:
             if not is_delete and b":" not in column:
-                raise GatewayInternalError("IllegalArgumentException: Invalid famAndQf provided.")
+                raise _invalid_column()
 
 
-def _plan_row(info: TableInfo, row: bytes, mutations: Sequence[Mutation], ts: int) -> _RowPlan:
-    plan = _RowPlan()
-    for is_delete, column, value in mutations:
-        family, _, qualifier = column.partition(b":")
-        fam = info.family_index.get(family)
-        if fam is None:
-            problem = (
-                "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException: Column family "
-                f"{show_bytes(family)} does not exist in table {show_bytes(info.name)}"
-            )
-            if is_delete:
-                plan.delete_error = plan.delete_error or problem
+def _plan_batch(
+    info: TableInfo, batches: Sequence[tuple[bytes, Sequence[Mutation]]], ts: int
+) -> tuple[list[StoredCell], list[_Delete], list[str], list[str]]:
+    """One pass over a ``mutateRows`` batch: the cells to put, the deletes, and the first error
+    of each row whose puts fail, and of each row whose deletes fail, in row order.
+
+    Raises what ``_check_batch_shape`` raises, before anything is written. A row naming a
+    missing family contributes no put (no delete) when that family is in a put (a delete). This
+    is the batch loader's hot path (hundreds of thousands of cells per call), hence one loop, no
+    per-row objects, and each distinct put column split once per call.
+    """
+    family_index = info.family_index
+    put_columns: dict[bytes, tuple[int, bytes]] = {}
+    puts: list[StoredCell] = []
+    put = puts.append
+    deletes: list[_Delete] = []
+    failed: list[str] = []
+    failed_deletes: list[str] = []
+    for row, mutations in batches:
+        if not row or len(row) > MAX_ROW_LENGTH:
+            _check_client_row_key(row)
+        first = len(puts)
+        put_error: str | None = None
+        first_delete = len(deletes)
+        delete_error: str | None = None
+        for is_delete, column, value in mutations:
+            if not is_delete:
+                known = put_columns.get(column)
+                if known is not None:
+                    put((row, known[0], known[1], ts, value or b""))
+                    continue
+                family, colon, qualifier = column.partition(b":")
+                if not colon:
+                    raise _invalid_column()
+                fam = family_index.get(family)
+                if fam is None:
+                    put_error = put_error or _no_family(info, family)
+                    continue
+                put_columns[column] = (fam, qualifier)
+                put((row, fam, qualifier, ts, value or b""))
             else:
-                plan.put_error = plan.put_error or problem
-        elif is_delete:
-            plan.deletes.append((row, fam, qualifier if b":" in column else None, ts))
-        else:
-            plan.puts.append((row, fam, qualifier, ts, value or b""))
-    return plan
+                family, colon, qualifier = column.partition(b":")
+                fam = family_index.get(family)
+                if fam is None:
+                    delete_error = delete_error or _no_family(info, family)
+                    continue
+                deletes.append((row, fam, qualifier if colon else None, ts))
+        if put_error is not None:
+            del puts[first:]
+            failed.append(put_error)
+        if delete_error is not None:
+            del deletes[first_delete:]
+            failed_deletes.append(delete_error)
+    return puts, deletes, failed, failed_deletes
+
+
+def _invalid_column() -> GatewayInternalError:
+    return GatewayInternalError("IllegalArgumentException: Invalid famAndQf provided.")
+
+
+def _no_family(info: TableInfo, family: bytes) -> str:
+    return (
+        "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException: Column family "
+        f"{show_bytes(family)} does not exist in table {show_bytes(info.name)}"
+    )
 
 
 def _plan_mutations(
