@@ -27,7 +27,7 @@ import struct
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from itertools import chain, groupby, islice
+from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
 
@@ -68,8 +68,6 @@ _I64 = struct.Struct(">q")
 _FAMILY_MARKER, _COLUMN_MARKER = 0, 1
 _IN_CHUNK = 500  # row keys per ``IN (...)`` lookup
 _COMPACTION_ROWS = 2000  # rows per compaction transaction, so writers are never stalled long
-_INSERT_ROWS = 100  # cells per multi-row INSERT statement (500 parameters)
-_INSERT_VALUES = ",".join(["(?,?,?,?,?)"] * _INSERT_ROWS)
 _CHECKPOINT_PAUSE_S = 0.2  # at most this often the background checkpointer copies the WAL
 # The writer checkpoints by itself only past this many WAL pages (SQLite's default is 1,000),
 # i.e. when the background checkpointer could not keep up: the WAL stays bounded.
@@ -838,7 +836,7 @@ class Store:
             return
         if conn.execute(f"SELECT 1 FROM {info.markers_table} LIMIT 1").fetchone():
             puts = self._unmasked(conn, info, puts)
-        _insert_cells(conn, info.cells_table, puts)
+        conn.executemany(f"INSERT OR REPLACE INTO {info.cells_table} VALUES (?,?,?,?,?)", puts)
 
     def _unmasked(
         self, conn: sqlite3.Connection, info: TableInfo, puts: list[StoredCell]
@@ -901,22 +899,6 @@ class Store:
             conn.executemany(
                 upsert, [(row, fam, _COLUMN_MARKER, qual, ts) for row, fam, qual, ts in columns]
             )
-
-
-def _insert_cells(conn: sqlite3.Connection, table: str, cells: list[StoredCell]) -> None:
-    """``INSERT OR REPLACE`` the cells in order (a later duplicate replaces an earlier one),
-    ``_INSERT_ROWS`` to a statement: per executed statement the sqlite3 module costs about as
-    much as SQLite's own insert, so a 460,000-cell batch inserts about 20% faster."""
-    whole = len(cells) - len(cells) % _INSERT_ROWS
-    if whole:
-        flat = list(chain.from_iterable(islice(cells, whole)))
-        width = 5 * _INSERT_ROWS
-        conn.executemany(
-            f"INSERT OR REPLACE INTO {table} VALUES {_INSERT_VALUES}",
-            [flat[start : start + width] for start in range(0, len(flat), width)],
-        )
-    if whole < len(cells):
-        conn.executemany(f"INSERT OR REPLACE INTO {table} VALUES (?,?,?,?,?)", cells[whole:])
 
 
 def _reclaimable(

@@ -167,7 +167,7 @@ def test_closing_the_store_leaves_an_empty_write_ahead_log(tmp_path: Path) -> No
 
 
 def batch_of(rows: int, column: bytes = b"cf:a", value: bytes = b"v") -> list:
-    """``rows`` rows of one put each: more cells than one multi-row INSERT statement holds."""
+    """``rows`` rows of one put each (a batch large enough to cross any internal chunking)."""
     return [(b"r%05d" % i, [(False, column, value + b"%d" % i)]) for i in range(rows)]
 
 
