@@ -18,7 +18,11 @@ up in the tail. ``--against both`` loads the same table into a standalone Apache
 prints both servers' latencies side by side with their ratios. Usage::
 
     python bench/profile_reads.py [--profiles 100000] [--reads 5000] [--seed 7]
-        [--against gateway|apache|both]
+        [--against gateway|apache|both] [--load-only]
+
+``--load-only`` stops after the load and prints how long it took, split into the time inside
+``mutateRows`` calls (request encoding, the server's work, the reply) and the rest (the client
+building its batches), to iterate on the write path.
 """
 
 from __future__ import annotations
@@ -167,16 +171,41 @@ def workloads(
     ]
 
 
+def timed_mutate_rows(connection: happybase.Connection) -> list[float]:
+    """Wrap the connection's ``mutateRows`` so each call's duration lands in the returned list."""
+    durations: list[float] = []
+    client = connection.client
+    send = client.mutateRows
+
+    def mutate_rows(*args: object) -> object:
+        started = time.perf_counter()
+        try:
+            return send(*args)
+        finally:
+            durations.append(time.perf_counter() - started)
+
+    client.mutateRows = mutate_rows
+    return durations
+
+
 def measure(
-    connection_kwargs: dict, persons: list[list[str]], rows: list[ProfileRow], reads: int, seed: int
+    connection_kwargs: dict,
+    persons: list[list[str]],
+    rows: list[ProfileRow],
+    reads: int,
+    seed: int,
+    load_only: bool = False,
 ) -> dict:
     """Load the table into the server at ``connection_kwargs`` and time every workload there."""
     connection = happybase.Connection(**connection_kwargs)
     ensure_table(connection)
+    calls = timed_mutate_rows(connection)
     started = time.perf_counter()
     cells = load(connection.table(PROFILE_TABLE), persons, rows)
     load_s = time.perf_counter() - started
     connection.close()
+    if load_only:
+        return {"cells": cells, "load_s": load_s, "mutate_rows_s": sum(calls), "calls": len(calls)}
 
     settings = HBaseSettings(
         host=connection_kwargs["host"], port=connection_kwargs["port"], pool_size=1
@@ -197,19 +226,24 @@ def measure(
     }
 
 
-def on_gateway(persons: list[list[str]], rows: list[ProfileRow], reads: int, seed: int) -> dict:
+def on_gateway(
+    persons: list[list[str]], rows: list[ProfileRow], reads: int, seed: int, load_only: bool
+) -> dict:
     with (
         tempfile.TemporaryDirectory(prefix="profile-reads-") as data_dir,
         EmbeddedGateway(data_dir) as gateway,
     ):
-        return measure(gateway.connection_kwargs(), persons, rows, reads, seed)
+        print(f"gateway pid {gateway.pid}", flush=True)
+        return measure(gateway.connection_kwargs(), persons, rows, reads, seed, load_only)
 
 
-def on_apache(persons: list[list[str]], rows: list[ProfileRow], reads: int, seed: int) -> dict:
+def on_apache(
+    persons: list[list[str]], rows: list[ProfileRow], reads: int, seed: int, load_only: bool
+) -> dict:
     from profile_store.apache_hbase import temporary_hbase
 
     with temporary_hbase() as hbase:
-        return measure(hbase.connection_kwargs(), persons, rows, reads, seed)
+        return measure(hbase.connection_kwargs(), persons, rows, reads, seed, load_only)
 
 
 def _load_average(measured: dict) -> str:
@@ -231,14 +265,27 @@ def main(argv: list[str] | None = None) -> int:
         default="gateway",
         help="the embedded gateway (default), a standalone Apache HBase, or both side by side",
     )
+    parser.add_argument(
+        "--load-only", action="store_true", help="time the load alone, split by mutateRows"
+    )
     args = parser.parse_args(argv)
     persons, rows = generate(np.random.default_rng(args.seed), args.profiles)
     servers = {"gateway": ["gateway"], "apache": ["apache"], "both": ["gateway", "apache"]}
     run = {"gateway": on_gateway, "apache": on_apache}
     measured = {
-        server: run[server](persons, rows, args.reads, args.seed)
+        server: run[server](persons, rows, args.reads, args.seed, args.load_only)
         for server in servers[args.against]
     }
+    if args.load_only:
+        print(f"machine: {machine()}")
+        for server, result in measured.items():
+            inside = result["mutate_rows_s"]
+            print(
+                f"{server}: {result['cells']:,} cells loaded in {result['load_s']:,.1f} s "
+                f"({result['calls']} mutateRows calls: {inside:,.1f} s; building batches: "
+                f"{result['load_s'] - inside:,.1f} s)"
+            )
+        return 0
 
     print(
         f"\nProfile reads: {len(rows):,} profile rows ({len(persons):,} persons), "

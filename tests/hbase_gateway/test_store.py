@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from profile_store.hbase_gateway.compaction import BackgroundCompactor
-from profile_store.hbase_gateway.errors import GatewayIOError
+from profile_store.hbase_gateway.errors import GatewayInternalError, GatewayIOError
 from profile_store.hbase_gateway.schema import FamilyDescriptor
 from profile_store.hbase_gateway.store import Store, now_ms
 
@@ -107,8 +107,7 @@ def test_major_compaction_returns_space_to_the_file_system(store: Store) -> None
         store.mutate_rows(
             b"t", [(b"r%05d" % i, [(False, b"cf:a", b"x" * 200)]) for i in range(2000)], ts
         )
-    with sqlite3.connect(store.path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert store.checkpoint()
     before = store.path.stat().st_size
     store.compact(b"t", major=True)
     assert store.path.stat().st_size < before * 0.4
@@ -116,13 +115,11 @@ def test_major_compaction_returns_space_to_the_file_system(store: Store) -> None
 
 def test_deleting_a_table_returns_space_to_the_file_system(store: Store) -> None:
     store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"x" * 500)]) for i in range(4000)])
-    with sqlite3.connect(store.path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert store.checkpoint()
     before = store.path.stat().st_size
     store.set_enabled(b"t", False)
     store.delete_table(b"t")
-    with sqlite3.connect(store.path) as conn:
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    assert store.checkpoint()
     assert store.path.stat().st_size < before * 0.2
 
 
@@ -177,3 +174,81 @@ def test_writes_through_another_store_keep_a_table_from_being_quiet(
         assert store.written_since_compaction(b"t") == 0
     finally:
         writer.close()
+
+
+def test_committed_writes_reach_the_database_file_without_a_checkpoint_by_the_writer(
+    store: Store,
+) -> None:
+    before = store.path.stat().st_size
+    store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"x" * 200)]) for i in range(5000)])
+    deadline = time.monotonic() + 10
+    while store.path.stat().st_size < before + 5000 * 200 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.path.stat().st_size >= before + 5000 * 200
+
+
+def test_closing_the_store_leaves_an_empty_write_ahead_log(tmp_path: Path) -> None:
+    opened = Store(tmp_path)
+    opened.create_table(b"t", [FamilyDescriptor(b"cf")])
+    opened.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"x" * 200)]) for i in range(2000)])
+    opened.close()
+    wal = tmp_path / "hbase.sqlite3-wal"
+    assert not wal.exists() or wal.stat().st_size == 0
+
+
+def batch_of(rows: int, column: bytes = b"cf:a", value: bytes = b"v") -> list:
+    """``rows`` rows of one put each (a batch large enough to cross any internal chunking)."""
+    return [(b"r%05d" % i, [(False, column, value + b"%d" % i)]) for i in range(rows)]
+
+
+def cells_of(store: Store, rows: list[bytes], versions: int = 1) -> dict:
+    found = store.get_rows(b"t", rows, None, versions=versions)
+    return {row: [(c[2], c[3], c[4]) for c in cells] for row, cells in found}
+
+
+def test_a_batch_writing_one_cell_twice_at_one_timestamp_keeps_the_last_write(
+    store: Store,
+) -> None:
+    batch = batch_of(250)
+    batch[120] = (b"r00120", [(False, b"cf:a", b"first"), (False, b"cf:a", b"second")])
+    batch.append((b"r00120", [(False, b"cf:a", b"third")]))
+    store.mutate_batch(b"t", batch, 7)
+    assert cells_of(store, [b"r00120"], versions=2) == {b"r00120": [(b"a", 7, b"third")]}
+    assert len(cells_of(store, [row for row, _ in batch])) == 250
+
+
+def test_a_batch_putting_and_deleting_one_cell_in_one_millisecond_keeps_nothing(
+    store: Store,
+) -> None:
+    batch = batch_of(150)
+    batch[3] = (b"r00003", [(False, b"cf:a", b"new"), (True, b"cf:a", None)])
+    store.mutate_batch(b"t", batch)  # one server timestamp: puts first, then the delete
+    assert cells_of(store, [b"r00003"]) == {}
+    assert len(cells_of(store, [row for row, _ in batch])) == 149
+
+
+def test_a_large_batch_on_rows_with_delete_markers_still_masks_older_puts(store: Store) -> None:
+    store.delete_row(b"t", b"r00010", 20)
+    store.mutate_batch(b"t", [(b"r00011", [(True, b"cf:a", None)])], 20)
+    store.mutate_batch(b"t", batch_of(300), 10)  # older than both markers
+    rows = [b"r%05d" % i for i in range(300)]
+    assert set(cells_of(store, rows)) == set(rows) - {b"r00010", b"r00011"}
+    store.mutate_batch(b"t", batch_of(300, value=b"w"), 30)  # newer: visible again
+    assert cells_of(store, [b"r00010"]) == {b"r00010": [(b"a", 30, b"w10")]}
+
+
+def test_a_failed_row_in_a_large_batch_leaves_the_other_rows_written(store: Store) -> None:
+    batch = batch_of(250)
+    batch[200] = (b"r00200", [(False, b"cf:a", b"x"), (False, b"nope:a", b"y")])
+    batch.append((b"r00001", [(True, b"cf:a", None)]))
+    with pytest.raises(GatewayIOError, match="Failed 1 action: .*nope"):
+        store.mutate_batch(b"t", batch, 5)
+    written = cells_of(store, [row for row, _ in batch])
+    assert b"r00200" not in written and len(written) == 249  # the delete was not applied
+
+
+def test_a_malformed_batch_on_a_missing_table_is_reported_as_malformed(store: Store) -> None:
+    with pytest.raises(GatewayInternalError, match="Invalid famAndQf"):
+        store.mutate_batch(b"missing", [(b"r", [(False, b"cf", b"v")])])
+    with pytest.raises(GatewayIOError, match="RetriesExhausted"):
+        store.mutate_batch(b"missing", [(b"r", [(False, b"cf:a", b"v")])])
