@@ -17,8 +17,8 @@ from typing import Any
 
 from .errors import GatewayIllegalArgument, GatewayInternalError, GatewayIOError
 from .schema import StoredCell, TableInfo
-from .store import Bound, RowCells, Store, finish_cells, now_ms
-from .wire import encode_newest, encode_row
+from .store import Bound, RowCells, Store, finish_cells, group_rows, now_ms
+from .wire import encode_newest, encode_newest_rows, encode_row
 
 _MIN_CHUNK_CELLS = 256
 _MAX_CHUNK_CELLS = 20_000
@@ -151,7 +151,11 @@ class Scanner:
         if info.table_id != self.info.table_id:
             raise GatewayIOError("TableNotFoundException: the scanned table was deleted")
         max_cells = min(max(wanted * 4, _MIN_CHUNK_CELLS, self.spec.caching or 0), _MAX_CHUNK_CELLS)
-        rows, bound = self._store.read_range(
+        batch = self.spec.batch_size
+        # The common scan (encoded, forward, no filter, no batch) encodes the flat chunk in one
+        # pass; the others group it into rows first.
+        flat = self.encoded and self._filter is None and not batch and not self.spec.reversed
+        cells, bound = self._store.read_range_cells(
             info,
             self._lower,
             self._upper,
@@ -167,25 +171,28 @@ class Scanner:
         else:
             self._lower = bound
         floors = info.ttl_floors(now_ms())
-        limits = info.version_limits(1)
-        batch = self.spec.batch_size
-        if self.encoded and self._filter is None and not batch:  # the common scan, one pass
+        if flat:
+            encode_newest_rows(info.column_prefixes, cells, floors, self._pending)
+            return
+        rows = group_rows(cells, self.spec.reversed)
+        if self.encoded and self._filter is None and not batch:  # reversed: one pass per row
             prefixes = info.column_prefixes
             pending = self._pending
-            for row, cells in rows:
-                encoded = encode_newest(prefixes, row, cells, floors)
+            for row, row_cells in rows:
+                encoded = encode_newest(prefixes, row, row_cells, floors)
                 if encoded is not None:
                     pending.append(encoded)
             return
+        limits = info.version_limits(1)
         build = self._build
-        for row, cells in rows:
+        for row, row_cells in rows:
             if self._filter is None:
-                kept = finish_cells(cells, floors, limits)
+                kept = finish_cells(row_cells, floors, limits)
             else:
                 if self._filter.filter_all_remaining():
                     self._exhausted = True
                     return
-                kept = self._apply_filter(row, finish_cells(cells, floors, None))
+                kept = self._apply_filter(row, finish_cells(row_cells, floors, None))
             if not kept:
                 continue
             if batch and len(kept) > batch:

@@ -631,6 +631,33 @@ class Store:
         the range is exhausted. A row is never split across calls: each row comes from a single
         statement, hence from a single snapshot.
         """
+        cells, bound = self.read_range_cells(
+            info,
+            lower,
+            upper,
+            reverse=reverse,
+            selection=selection,
+            before_ts=before_ts,
+            max_cells=max_cells,
+        )
+        return group_rows(cells, reverse), bound
+
+    def read_range_cells(
+        self,
+        info: TableInfo,
+        lower: Bound | None,
+        upper: Bound | None,
+        *,
+        reverse: bool,
+        selection: ColumnSelection | None,
+        before_ts: int | None,
+        max_cells: int,
+    ) -> tuple[list[StoredCell], Bound | None]:
+        """``read_range`` without grouping: the whole rows' cells as one flat list, in the order
+        the scan walks them (reverse scans: every key descending, timestamps ascending).
+
+        The common scan encodes rows straight from this list, sparing a list per row.
+        """
         clauses: list[str] = []
         params: list[object] = []
         if lower is not None:
@@ -648,20 +675,21 @@ class Store:
         )
         cells = self._query(info, sql, params)
         if len(cells) < max_cells:
-            return group_rows(cells, reverse), None
+            return cells, None
         last = cells[-1][0]
         cut = len(cells) - 1
         while cut > 0 and cells[cut - 1][0] == last:
             cut -= 1
         if cut > 0:  # drop the possibly incomplete last row; the next call starts with it
-            return group_rows(cells[:cut], reverse), (last, True)
+            del cells[cut:]
+            return cells, (last, True)
         whole = self._query(
             info,
             f"SELECT row, fam, qual, ts, value FROM {info.cells_table} WHERE row = ?{where} "
-            "ORDER BY fam, qual, ts DESC",
+            f"ORDER BY {order}",
             [last, *extra],
         )
-        return [(last, whole)], (last, False)
+        return whole, (last, False)
 
     def row_or_before(self, name: bytes, row: bytes, family: bytes) -> list[StoredCell]:
         """Newest cells of ``family`` in the last row at or before ``row`` (getRowOrBefore)."""

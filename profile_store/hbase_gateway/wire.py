@@ -109,6 +109,75 @@ def encode_newest(
     return b"".join(parts)
 
 
+def _row_packer(row_length: int) -> Any:
+    """One ``pack`` for a row's head: ``TRowResult.row`` and the head of its ``columns`` map."""
+    packer = _ROW_PACKERS.get(row_length)
+    if packer is None:
+        if len(_ROW_PACKERS) >= _MAX_PACKERS:
+            _ROW_PACKERS.clear()
+        packer = struct.Struct(f">bhi{row_length}sbhbbi").pack
+        _ROW_PACKERS[row_length] = packer
+    return packer
+
+
+_ROW_PACKERS: dict[int, Any] = {}
+_END = b"\x00"  # end of TRowResult
+
+
+def encode_newest_rows(
+    prefixes: Sequence[bytes],
+    cells: Sequence[StoredCell],
+    floors: tuple[int | None, ...] | None,
+    out: list[bytes],
+) -> None:
+    """Append ``encode_newest`` of every row of ``cells`` to ``out``, skipping rows left empty.
+
+    ``cells`` is a forward scan's flat chunk (rows ascending, each in HBase order). Working on
+    the flat list spares a list and a call per row for grouping, which cost about a quarter of
+    the gateway's time per scanned row; the bytes are the same as ``encode_newest``'s.
+    """
+    packers = _CELL_PACKERS
+    row_packers = _ROW_PACKERS
+    emit = out.append
+    join = b"".join
+    parts: list[bytes] = [b""]  # [0]: the row's head, packed once its cells are counted
+    append = parts.append
+    current = b""
+    prev_fam = -1
+    prev_qualifier = b""
+    for row, fam, qualifier, timestamp, value in cells:
+        if row != current:
+            if len(parts) > 1:
+                pack_row = row_packers.get(len(current)) or _row_packer(len(current))
+                parts[0] = pack_row(
+                    _STRING, 1, len(current), current, _MAP, 2, _STRING, _STRUCT, len(parts) - 1
+                )
+                append(_END)
+                emit(join(parts))
+                parts = [b""]
+                append = parts.append
+            current = row
+            prev_fam = -1
+        elif fam == prev_fam and qualifier == prev_qualifier:
+            continue  # an older version of the column just encoded
+        if floors is not None:
+            floor = floors[fam]
+            if floor is not None and timestamp < floor:
+                continue  # expired, and so are its older versions
+        prev_fam, prev_qualifier = fam, qualifier
+        name = prefixes[fam] + qualifier
+        lengths = (len(name), len(value))
+        pack = packers.get(lengths) or _cell_packer(*lengths)
+        append(pack(lengths[0], name, _STRING, 1, lengths[1], value, _I64, 2, timestamp, 0))
+    if len(parts) > 1:
+        pack_row = row_packers.get(len(current)) or _row_packer(len(current))
+        parts[0] = pack_row(
+            _STRING, 1, len(current), current, _MAP, 2, _STRING, _STRUCT, len(parts) - 1
+        )
+        append(_END)
+        emit(join(parts))
+
+
 def write_reply(oprot: Any, api: str, seqid: int, rows: EncodedRows) -> None:
     """Send ``<api>_result(success=rows)`` as thriftpy2's ``send_result`` would."""
     oprot.write_message_begin(api, TMessageType.REPLY, seqid)

@@ -10,8 +10,14 @@ from thriftpy2.thrift import TMessageType
 from thriftpy2.transport import TMemoryBuffer
 
 from profile_store.hbase_gateway.idl import load_idl
-from profile_store.hbase_gateway.store import finish_cells
-from profile_store.hbase_gateway.wire import EncodedRows, encode_newest, encode_row, write_reply
+from profile_store.hbase_gateway.store import finish_cells, group_rows
+from profile_store.hbase_gateway.wire import (
+    EncodedRows,
+    encode_newest,
+    encode_newest_rows,
+    encode_row,
+    write_reply,
+)
 
 IDL = load_idl()
 PREFIXES = (b"cf:", b"other:")
@@ -79,3 +85,28 @@ def test_the_one_pass_encoding_keeps_what_finish_cells_keeps() -> None:
         kept = finish_cells(row_cells, floors, (1, 1))
         expected = encode_row(PREFIXES, b"r", kept) if kept else None
         assert encode_newest(PREFIXES, b"r", row_cells, floors) == expected
+
+
+def test_the_flat_chunk_encoding_matches_encoding_each_grouped_row() -> None:
+    """Rows of a forward chunk, with versions, expired cells and rows left empty, encode as
+    ``encode_newest`` of each grouped row (empty rows dropped)."""
+    rng = random.Random(11)
+    for _ in range(200):
+        cells = sorted(
+            {
+                (
+                    rng.choice([b"a", b"b", b"b\x00", b"c" * 40]),
+                    rng.randrange(2),
+                    b"q%d" % rng.randrange(3),
+                    rng.randrange(1, 50),
+                )
+                for _ in range(rng.randrange(0, 20))
+            },
+            key=lambda c: (c[0], c[1], c[2], -c[3]),
+        )
+        flat = [(row, fam, qual, ts, b"v" * (ts % 7)) for row, fam, qual, ts in cells]
+        floors = rng.choice([None, (None, 20), (30, None), (10, 40), (60, 60)])
+        expected = [encode_newest(PREFIXES, row, rc, floors) for row, rc in group_rows(flat)]
+        out: list[bytes] = []
+        encode_newest_rows(PREFIXES, flat, floors, out)
+        assert out == [row for row in expected if row is not None]
