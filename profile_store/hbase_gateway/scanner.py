@@ -18,7 +18,7 @@ from typing import Any
 from .errors import GatewayIllegalArgument, GatewayInternalError, GatewayIOError
 from .schema import StoredCell, TableInfo
 from .store import Bound, RowCells, Store, finish_cells, group_rows, now_ms
-from .wire import encode_newest, encode_newest_rows, encode_row
+from .wire import encode_newest_rows, encode_row
 
 _MIN_CHUNK_CELLS = 256
 _MAX_CHUNK_CELLS = 20_000
@@ -175,13 +175,9 @@ class Scanner:
             encode_newest_rows(info.column_prefixes, cells, floors, self._pending)
             return
         rows = group_rows(cells, self.spec.reversed)
-        if self.encoded and self._filter is None and not batch:  # reversed: one pass per row
-            prefixes = info.column_prefixes
-            pending = self._pending
-            for row, row_cells in rows:
-                encoded = encode_newest(prefixes, row, row_cells, floors)
-                if encoded is not None:
-                    pending.append(encoded)
+        if self.encoded and self._filter is None and not batch:  # reversed: rows regrouped
+            in_hbase_order = itertools.chain.from_iterable(row_cells for _, row_cells in rows)
+            encode_newest_rows(info.column_prefixes, in_hbase_order, floors, self._pending)
             return
         limits = info.version_limits(1)
         build = self._build

@@ -13,7 +13,6 @@ from profile_store.hbase_gateway.idl import load_idl
 from profile_store.hbase_gateway.store import finish_cells, group_rows
 from profile_store.hbase_gateway.wire import (
     EncodedRows,
-    encode_newest,
     encode_newest_rows,
     encode_row,
     write_reply,
@@ -83,13 +82,15 @@ def test_the_one_pass_encoding_keeps_what_finish_cells_keeps() -> None:
         row_cells = [(b"r", fam, qual, ts, b"v%d" % ts) for fam, qual, ts in cells]
         floors = rng.choice([None, (None, 20), (30, None), (10, 40)])
         kept = finish_cells(row_cells, floors, (1, 1))
-        expected = encode_row(PREFIXES, b"r", kept) if kept else None
-        assert encode_newest(PREFIXES, b"r", row_cells, floors) == expected
+        expected = [encode_row(PREFIXES, b"r", kept)] if kept else []
+        out: list[bytes] = []
+        encode_newest_rows(PREFIXES, row_cells, floors, out)
+        assert out == expected
 
 
 def test_the_flat_chunk_encoding_matches_encoding_each_grouped_row() -> None:
     """Rows of a forward chunk, with versions, expired cells and rows left empty, encode as
-    ``encode_newest`` of each grouped row (empty rows dropped)."""
+    each grouped row alone (empty rows dropped)."""
     rng = random.Random(11)
     for _ in range(200):
         cells = sorted(
@@ -106,7 +107,11 @@ def test_the_flat_chunk_encoding_matches_encoding_each_grouped_row() -> None:
         )
         flat = [(row, fam, qual, ts, b"v" * (ts % 7)) for row, fam, qual, ts in cells]
         floors = rng.choice([None, (None, 20), (30, None), (10, 40), (60, 60)])
-        expected = [encode_newest(PREFIXES, row, rc, floors) for row, rc in group_rows(flat)]
+        expected = [
+            encode_row(PREFIXES, row, kept)
+            for row, rc in group_rows(flat)
+            if (kept := finish_cells(rc, floors, (1, 1)))
+        ]
         out: list[bytes] = []
         encode_newest_rows(PREFIXES, flat, floors, out)
-        assert out == [row for row in expected if row is not None]
+        assert out == expected
