@@ -25,6 +25,7 @@ from .compaction import (
     DEFAULT_QUIET_S,
     BackgroundCompactor,
 )
+from .pending import PendingApplier
 from .server import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
@@ -33,7 +34,7 @@ from .server import (
     GatewayServer,
     bind_listener,
 )
-from .store import Store
+from .store import DEFERRED_BATCH_MUTATIONS, Store
 from .workers import Supervisor, default_workers
 
 logger = logging.getLogger("profile_store.hbase_gateway")
@@ -80,6 +81,15 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         default=DEFAULT_IDLE_TIMEOUT_S,
         metavar="SECONDS",
         help="close a connection idle this long (default %(default)s)",
+    )
+    parser.add_argument(
+        "--defer-batches-from",
+        type=whole_number,
+        default=DEFERRED_BATCH_MUTATIONS,
+        metavar="N",
+        help="acknowledge a mutateRows call of at least N mutations once it is in the pending "
+        "log and apply it in the background (reads and other writes always see it); 0 applies "
+        "every batch before replying (default %(default)s)",
     )
     parser.add_argument(
         "--compact-after-cells",
@@ -144,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.workers > 1:
         return _run_workers(args)
-    store = Store(args.data_dir)
+    store = Store(args.data_dir, deferred_batch_mutations=args.defer_batches_from)
     try:
         server = GatewayServer(
             store,
@@ -172,11 +182,14 @@ def run(args: argparse.Namespace) -> int:
         if args.compact_after_cells
         else None
     )
+    applier = PendingApplier(store).start() if args.defer_batches_from else None
     try:
         server.serve_forever()
     finally:
         if compactor is not None:
             compactor.stop()
+        if applier is not None:
+            applier.stop()
         store.close()
         logger.info("hbase-gateway on %s stopped", server.address)
     return 0

@@ -45,6 +45,7 @@ from .errors import (
     table_enabled,
     table_not_found,
 )
+from .pending import PendingLog, decode_batch
 from .schema import (
     LATEST_TIMESTAMP,
     MAX_ROW_LENGTH,
@@ -75,6 +76,10 @@ _CHECKPOINT_PAUSE_S = 0.2  # at most this often the background checkpointer copi
 # The writer checkpoints by itself only past this many WAL pages (SQLite's default is 1,000),
 # i.e. when the background checkpointer could not keep up: the WAL stays bounded.
 _WRITER_AUTOCHECKPOINT_PAGES = 10_000
+# A mutateRows batch of at least this many mutations is acknowledged once it is in the pending
+# log (see pending.py); smaller ones cost less written directly.
+DEFERRED_BATCH_MUTATIONS = 1_000
+_MAX_PENDING_BATCHES = 4  # past this backlog a deferring call applies the backlog first
 
 logger = logging.getLogger(__name__)
 _row_of = itemgetter(0)
@@ -82,6 +87,7 @@ _row_of = itemgetter(0)
 _CATALOG_DDL = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
 INSERT OR IGNORE INTO meta VALUES ('catalog_generation', 0);
+INSERT OR IGNORE INTO meta VALUES ('applied_seq', 0);
 CREATE TABLE IF NOT EXISTS hbase_tables (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     name BLOB NOT NULL UNIQUE,
@@ -183,6 +189,7 @@ class Store:
         *,
         busy_timeout_ms: int = 60_000,
         catalog_signal: CatalogSignal | None = None,
+        deferred_batch_mutations: int = DEFERRED_BATCH_MUTATIONS,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
@@ -196,6 +203,8 @@ class Store:
         self._signal = catalog_signal
         self._generation = -1
         self._closed = False
+        self._deferred_batch_mutations = deferred_batch_mutations
+        self._pending = PendingLog(self.data_dir, busy_timeout_ms)
         self._writer = self._connect()
         self._writer.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only effective on a new file
         self._writer.execute("PRAGMA journal_mode = WAL")
@@ -203,6 +212,7 @@ class Store:
         with self._write_lock:
             self._writer.executescript("BEGIN IMMEDIATE;" + _CATALOG_DDL + "COMMIT;")
             self._load_catalog(self._writer)
+            self._pending.recover(self._meta("applied_seq"))
         self._checkpoint_due = threading.Event()
         self._checkpoint_lock = threading.Lock()  # SQLite runs one checkpoint at a time
         self._closing = threading.Event()
@@ -229,7 +239,10 @@ class Store:
         return conn
 
     def _query(self, info: TableInfo, sql: str, params: Sequence[object]) -> list[StoredCell]:
-        """Run one read statement on a pooled connection (one WAL snapshot)."""
+        """Run one read statement on a pooled connection (one WAL snapshot), after what is
+        pending, so a read sees every acknowledged write."""
+        if self._pending.behind():
+            self.apply_pending()
         try:
             conn = self._readers.pop()
         except IndexError:
@@ -246,7 +259,8 @@ class Store:
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One serialized write transaction, with a catalog that is current inside it."""
+        """One serialized write transaction, with a catalog that is current inside it, after
+        every batch acknowledged before it (applied first, in the same transaction)."""
         with self._write_lock:
             if self._closed:
                 raise GatewayIOError("IOException: the gateway store is closed")
@@ -258,12 +272,43 @@ class Store:
                 ).fetchone()
                 if generation != self._generation:
                     self._load_catalog(conn)
+                applied = self._apply_pending_batches(conn) if self._pending.behind() else None
                 yield conn
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+            if applied is not None:
+                self._pending.publish_applied(applied)
             self._checkpoint_due.set()
+
+    def pending_behind(self) -> bool:
+        """Whether an acknowledged batch may still wait in the pending log."""
+        return self._pending.behind()
+
+    def apply_pending(self) -> None:
+        """Move every acknowledged batch from the pending log into the cells tables."""
+        with self._write():
+            pass
+
+    def _apply_pending_batches(self, conn: sqlite3.Connection) -> int:
+        """Apply the pending batches past the store's ``applied_seq``, in order; returns the
+        new ``applied_seq``. A batch of a table deleted since went with its table."""
+        (applied,) = conn.execute("SELECT value FROM meta WHERE key = 'applied_seq'").fetchone()
+        batches = self._pending.after(applied)
+        if not batches:
+            return applied
+        tables = {info.table_id: info for info in self._catalog.values()}
+        for seq, table_id, payload in batches:
+            info = tables.get(table_id)
+            if info is not None:
+                puts, deletes = decode_batch(payload)
+                self._apply_puts(conn, info, puts)
+                self._apply_deletes(conn, info, deletes)
+                self._count_written(conn, info, len(puts) + len(deletes))
+            applied = seq
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'applied_seq'", (applied,))
+        return applied
 
     def _checkpoint_in_background(self, conn: sqlite3.Connection) -> None:
         """Copy committed WAL frames into the database file after writes, on this thread.
@@ -304,6 +349,8 @@ class Store:
         with self._write_lock:
             if self._closed:
                 return
+            with contextlib.suppress(sqlite3.Error, GatewayIOError):
+                self.apply_pending()  # a store closed gracefully holds everything it acknowledged
             self._closed = True
             self._closing.set()
             self._checkpoint_due.set()
@@ -315,6 +362,7 @@ class Store:
                     conn.close()
                 self._all_connections.clear()
             self._readers.clear()
+            self._pending.close()
 
     # -- catalog -------------------------------------------------------------------------------
 
@@ -395,6 +443,21 @@ class Store:
         if not info.enabled:
             raise table_disabled(name)
         return info
+
+    def _refresh_catalog(self) -> None:
+        """Outside a write transaction: reload the catalog if any process has changed it."""
+        try:
+            conn = self._readers.pop()
+        except IndexError:
+            conn = self._connect()
+        try:
+            (generation,) = conn.execute(
+                "SELECT value FROM meta WHERE key = 'catalog_generation'"
+            ).fetchone()
+        finally:
+            self._readers.append(conn)
+        if generation != self._generation:
+            self._reload_catalog()
 
     def _writable(self, name: bytes) -> TableInfo:
         """Inside ``_write()`` the cached catalog is current, so no reload is needed."""
@@ -758,25 +821,46 @@ class Store:
         ``RetriesExhaustedWithDetailsException``; when puts failed, the deletes are not applied.
         """
         _check_timestamp_shape(timestamp)
-        with self._write() as conn:
-            ts = _write_timestamp(timestamp)
-            try:
-                info = self._writable(name)
-            except GatewayIOError as exc:  # missing or disabled: every row fails
-                _check_batch_shape(batches)  # a malformed batch is reported first
-                rows = sum(1 for _, mutations in batches if mutations)
-                cause = show_bytes(name) if name not in self._catalog else exc.message
-                raise retries_exhausted(rows, cause) from exc
-            puts, deletes, failed, failed_deletes = _plan_batch(info, batches, ts)
-            self._apply_puts(conn, info, puts)
-            written = len(puts)
-            if not failed:
-                failed = failed_deletes
+        if 0 < self._deferred_batch_mutations <= sum(len(mutations) for _, mutations in batches):
+            failed = self._defer_batch(name, batches, timestamp)
+        else:
+            with self._write() as conn:
+                info = self._batch_table(name, batches)
+                puts, deletes, failed = _plan_batch_writes(info, batches, timestamp)
+                self._apply_puts(conn, info, puts)
                 self._apply_deletes(conn, info, deletes)
-                written += len(deletes)
-            self._count_written(conn, info, written)
+                self._count_written(conn, info, len(puts) + len(deletes))
         if failed:
             raise retries_exhausted(len(failed), failed[0])
+
+    def _defer_batch(
+        self,
+        name: bytes,
+        batches: Sequence[tuple[bytes, Sequence[Mutation]]],
+        timestamp: int | None,
+    ) -> list[str]:
+        """``mutate_batch``'s large batches: planned here, applied later (see pending.py)."""
+        if self._pending.enqueued - self._pending.applied >= _MAX_PENDING_BATCHES:
+            self.apply_pending()  # the applier is behind (or absent): keep the log bounded
+        self._refresh_catalog()
+        with self._pending.appending() as append:
+            info = self._batch_table(name, batches)
+            puts, deletes, failed = _plan_batch_writes(info, batches, timestamp)
+            if puts or deletes:
+                append(info.table_id, (puts, deletes))
+        return failed
+
+    def _batch_table(
+        self, name: bytes, batches: Sequence[tuple[bytes, Sequence[Mutation]]]
+    ) -> TableInfo:
+        """The table a batch writes to; a missing or disabled one fails every row of it."""
+        try:
+            return self._writable(name)
+        except GatewayIOError as exc:
+            _check_batch_shape(batches)  # a malformed batch is reported first
+            rows = sum(1 for _, mutations in batches if mutations)
+            cause = show_bytes(name) if name not in self._catalog else exc.message
+            raise retries_exhausted(rows, cause) from exc
 
     def delete_row(self, name: bytes, row: bytes, timestamp: int | None = None) -> None:
         """Delete every family of ``row`` at or before ``timestamp`` (deleteAllRow[Ts])."""
@@ -1096,6 +1180,19 @@ def _plan_batch(
             del deletes[first_delete:]
             failed_deletes.append(delete_error)
     return puts, deletes, failed, failed_deletes
+
+
+def _plan_batch_writes(
+    info: TableInfo, batches: Sequence[tuple[bytes, Sequence[Mutation]]], timestamp: int | None
+) -> tuple[list[StoredCell], list[_Delete], list[str]]:
+    """``mutate_batch``'s puts and deletes, timestamped now (under the caller's lock: commit
+    order is time order), and the rows that fail: when a row's puts fail, no delete is applied.
+    """
+    ts = _write_timestamp(timestamp)
+    puts, deletes, failed, failed_deletes = _plan_batch(info, batches, ts)
+    if failed:
+        return puts, [], failed
+    return puts, deletes, failed_deletes
 
 
 def _invalid_column() -> GatewayInternalError:

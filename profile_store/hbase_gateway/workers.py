@@ -16,8 +16,9 @@ a single-process gateway does. What they share:
 Scanners live in the worker that opened them, as does the connection they belong to.
 
 The parent stays single-threaded and never holds a store connection, so it can fork again at
-any time to replace a worker that died. Background compaction needs a store, so it runs in one
-more child of its own. Children die with the parent (``PR_SET_PDEATHSIG``), even on SIGKILL.
+any time to replace a worker that died. The upkeep (applying the batches the workers deferred,
+background compaction) needs a store, so it runs in one more child of its own. Children die with
+the parent (``PR_SET_PDEATHSIG``), even on SIGKILL.
 """
 
 from __future__ import annotations
@@ -37,12 +38,13 @@ from collections.abc import Callable, Iterator
 from multiprocessing.sharedctypes import RawArray
 
 from .compaction import BackgroundCompactor
+from .pending import PendingApplier
 from .server import ConnectionSlots, GatewayServer
 from .store import CatalogSignal, Store
 
 logger = logging.getLogger(__name__)
 
-COMPACTOR = -1  # the role of the compaction child; workers are numbered from 0
+UPKEEP = -1  # the role of the upkeep child (pending batches, compaction); workers count from 0
 MAX_RESTARTS = 5  # children restarted within RESTART_WINDOW_S before the gateway gives up
 RESTART_WINDOW_S = 60.0
 SHUTDOWN_TIMEOUT_S = 25.0  # then SIGKILL: within EmbeddedGateway.stop()'s 30 s
@@ -130,7 +132,7 @@ class Supervisor:
         self.slots = SharedSlots(args.max_connections, workers)
         self.catalog_signal = CatalogSignal()
         self.host, self.port = listener.getsockname()[:2]
-        self._children: dict[int, int] = {}  # pid -> role (worker index or COMPACTOR)
+        self._children: dict[int, int] = {}  # pid -> role (worker index or UPKEEP)
         self._restarts: deque[float] = deque()
         self._stopping = False
         self._failed = False
@@ -147,8 +149,8 @@ class Supervisor:
         try:
             for index in range(self.workers):
                 self._spawn(index)
-            if self.args.compact_after_cells:
-                self._spawn(COMPACTOR)
+            if self.args.defer_batches_from or self.args.compact_after_cells:
+                self._spawn(UPKEEP)
             self.on_ready()
             watch_stdin = bool(self.args.exit_with_stdin)
             while not self._stopping:
@@ -194,10 +196,10 @@ class Supervisor:
     def _child(self, role: int) -> int:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        if role == COMPACTOR:
-            return self._run_compactor()
+        if role == UPKEEP:
+            return self._run_upkeep()
         self.slots.bind(role)
-        store = Store(self.args.data_dir, catalog_signal=self.catalog_signal)
+        store = self._store()
         try:
             server = GatewayServer(
                 store,
@@ -216,18 +218,35 @@ class Supervisor:
             store.close()
         return 0
 
-    def _run_compactor(self) -> int:
+    def _store(self) -> Store:
+        return Store(
+            self.args.data_dir,
+            catalog_signal=self.catalog_signal,
+            deferred_batch_mutations=self.args.defer_batches_from,
+        )
+
+    def _run_upkeep(self) -> int:
+        """Apply the workers' deferred batches and compact, away from the serving processes."""
         self.listener.close()
-        store = Store(self.args.data_dir, catalog_signal=self.catalog_signal)
+        store = self._store()
         try:
-            compactor = BackgroundCompactor(
-                store,
-                self.args.compact_after_cells,
-                self.args.compact_interval,
-                self.args.compact_quiet,
-            ).start()  # its thread inherits the blocked stop signals
+            # Their threads inherit the blocked stop signals.
+            applier = PendingApplier(store).start() if self.args.defer_batches_from else None
+            compactor = (
+                BackgroundCompactor(
+                    store,
+                    self.args.compact_after_cells,
+                    self.args.compact_interval,
+                    self.args.compact_quiet,
+                ).start()
+                if self.args.compact_after_cells
+                else None
+            )
             signal.sigwait(_STOP_SIGNALS)
-            compactor.stop()
+            if compactor is not None:
+                compactor.stop()
+            if applier is not None:
+                applier.stop()
         finally:
             store.close()
         return 0
@@ -244,7 +263,7 @@ class Supervisor:
             role = self._children.pop(pid, None)
             if role is None:
                 continue
-            if role != COMPACTOR:
+            if role != UPKEEP:
                 self.slots.reset(role)
             if self._stopping:
                 continue
@@ -308,7 +327,7 @@ def _read_stdin() -> bool:
 
 
 def _role_name(role: int) -> str:
-    return "compactor" if role == COMPACTOR else f"worker {role}"
+    return "upkeep process" if role == UPKEEP else f"worker {role}"
 
 
 def _exit_reason(status: int) -> str:

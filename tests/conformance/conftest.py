@@ -2,6 +2,7 @@
 
 * ``apache_hbase``: one standalone Apache HBase (``profile_store.apache_hbase``) per session;
   the first session on a machine resolves its jars from Maven Central.
+* ``conformance_gateway``: one embedded gateway per session, deferring every batch.
 * ``pair``: a ``Differential`` over fresh connections to both servers.
 """
 
@@ -24,7 +25,12 @@ def apache_hbase() -> Iterator[ApacheHBase]:
 
 @pytest.fixture(scope="session")
 def conformance_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedGateway]:
-    with EmbeddedGateway(tmp_path_factory.mktemp("conformance-gateway")) as gateway:
+    """Every ``mutateRows`` goes through the pending log here (``--defer-batches-from 1``), so
+    each differential batch also checks that a deferred batch is seen exactly as HBase's."""
+    with EmbeddedGateway(
+        tmp_path_factory.mktemp("conformance-gateway"),
+        server_args=("--defer-batches-from", "1"),
+    ) as gateway:
         yield gateway
 
 

@@ -272,3 +272,18 @@ def test_a_worker_that_dies_is_logged_and_replaced(tmp_path: Path) -> None:
         for client in clients:
             assert client.table("t").row(b"r") == {b"cf:a": b"1"}
             client.close()
+
+
+def test_a_large_batch_through_one_worker_is_read_at_once_through_another(two_workers) -> None:
+    """Such a batch is acknowledged from the pending log; the other worker's read applies it."""
+    a, b = connections_on_two_workers(two_workers)
+    a.create_table("t", {"cf": {}})
+    for round_ in range(5):
+        with a.table("t").batch(batch_size=5_000) as batch:
+            for i in range(2_000):
+                batch.put(b"r%05d" % i, {b"cf:a": b"%d" % round_})
+        assert b.table("t").row(b"r01999") == {b"cf:a": b"%d" % round_}
+        assert (
+            sum(1 for _ in b.table("t").scan(filter=b"ValueFilter(=, 'binary:%d')" % round_))
+            == 2_000
+        )

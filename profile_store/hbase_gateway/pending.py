@@ -1,0 +1,192 @@
+"""Acknowledged ``mutateRows`` batches waiting to be applied to the cells tables.
+
+HBase acknowledges a put once it is in its write-ahead log and memstore and sorts it into its
+files later. Inserting a bulk load's cells into SQLite's B-trees while the client waited made
+the gateway the slower writer, so a large batch is planned by the call (validated, timestamped),
+committed here as one row, and acknowledged; an applier (a thread of the gateway, or its
+maintenance process) then moves it into the cells tables, in order, in one transaction with the
+store's ``applied_seq``. The client builds its next batch meanwhile.
+
+Nothing acknowledged is ever invisible: every read and every other write first applies what is
+pending (``Store._write`` drains). Two counters in a small memory-mapped file of the data
+directory, shared by every process that opens it, make "nothing pending" a comparison of two
+integers:
+
+* ``enqueued``: the highest sequence number handed out, published inside the appending
+  transaction, so it only grows. A commit that then fails leaves a number nobody holds, which
+  costs each read a drain that finds nothing, until the next batch.
+* ``applied``: at most what the cells tables hold (published after the applying commit, never
+  before); the durable value is the store's ``applied_seq``.
+
+The log is its own SQLite file, so appending never waits for a long apply transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import mmap
+import os
+import pickle
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Protocol
+
+from .schema import StoredCell
+
+LOG_FILE = "pending.sqlite3"
+COUNTERS_FILE = "pending.counters"
+POLL_S = 0.005  # how often an idle applier looks at the counters (a few microseconds each)
+
+logger = logging.getLogger(__name__)
+
+PlannedBatch = tuple[list[StoredCell], list[tuple[bytes, int, bytes | None, int]]]
+"""``(puts, deletes)`` of one batch, as the store plans them; puts are applied first."""
+
+
+def encode_batch(batch: PlannedBatch) -> bytes:
+    return pickle.dumps(batch, protocol=5)
+
+
+def decode_batch(payload: bytes) -> PlannedBatch:
+    return pickle.loads(payload)
+
+
+class PendingLog:
+    """The durable queue of planned batches and its two shared counters; thread-safe."""
+
+    def __init__(self, data_dir: Path, busy_timeout_ms: int) -> None:
+        self._lock = threading.Lock()
+        self._conn = sqlite3.connect(
+            data_dir / LOG_FILE, isolation_level=None, check_same_thread=False
+        )
+        self._conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        self._conn.execute("PRAGMA synchronous = NORMAL")
+        self._conn.execute(
+            "CREATE TABLE IF NOT EXISTS pending (seq INTEGER PRIMARY KEY, "
+            "table_id INTEGER NOT NULL, payload BLOB NOT NULL)"
+        )
+        fd = os.open(data_dir / COUNTERS_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(fd).st_size < 16:
+                os.ftruncate(fd, 16)
+            self._map = mmap.mmap(fd, 16)
+        finally:
+            os.close(fd)
+        # Aligned 8-byte loads and stores: a value is never seen half-written.
+        self._enqueued = ctypes.c_int64.from_buffer(self._map, 0)
+        self._applied = ctypes.c_int64.from_buffer(self._map, 8)
+
+    @property
+    def enqueued(self) -> int:
+        return self._enqueued.value
+
+    @property
+    def applied(self) -> int:
+        return self._applied.value
+
+    def behind(self) -> bool:
+        """Whether a batch may be acknowledged but not yet applied."""
+        return self._enqueued.value > self._applied.value
+
+    @contextlib.contextmanager
+    def appending(self) -> Iterator[Callable[[int, PlannedBatch], int]]:
+        """One serialized append transaction; yields ``append(table_id, batch) -> seq``.
+
+        Rows already applied are dropped in the same transaction, so the log stays small
+        without a transaction of its own.
+        """
+        with self._lock:
+            conn = self._conn
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                applied = self._applied.value
+                conn.execute("DELETE FROM pending WHERE seq <= ?", (applied,))
+                (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM pending").fetchone()
+                seq = max(last, applied, self._enqueued.value)
+
+                def append(table_id: int, batch: PlannedBatch) -> int:
+                    nonlocal seq
+                    seq += 1
+                    conn.execute(
+                        "INSERT INTO pending VALUES (?, ?, ?)", (seq, table_id, encode_batch(batch))
+                    )
+                    self._enqueued.value = seq  # under the log's write lock: only grows
+                    return seq
+
+                yield append
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+    def after(self, seq: int) -> list[tuple[int, int, bytes]]:
+        """Committed ``(seq, table_id, payload)`` past ``seq``, oldest first."""
+        with self._lock:
+            return self._conn.execute(
+                "SELECT seq, table_id, payload FROM pending WHERE seq > ? ORDER BY seq", (seq,)
+            ).fetchall()
+
+    def recover(self, applied_seq: int) -> None:
+        """Align the counters with the store at open: a new counters file beside an existing
+        store, or one left by a crash between a commit and its publication."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                (last,) = self._conn.execute("SELECT coalesce(max(seq), 0) FROM pending").fetchone()
+                self._enqueued.value = max(self._enqueued.value, last, applied_seq)
+                self._applied.value = applied_seq
+            finally:
+                self._conn.execute("COMMIT")
+
+    def publish_applied(self, seq: int) -> None:
+        """Called after the commit that applied through ``seq``. Racing publishers may leave a
+        lower value than the newest: that only costs a drain that finds nothing."""
+        if seq > self._applied.value:
+            self._applied.value = seq
+
+    def close(self) -> None:
+        with self._lock:
+            del self._enqueued, self._applied
+            self._map.close()
+            self._conn.close()
+
+
+class PendingStore(Protocol):
+    def pending_behind(self) -> bool: ...
+
+    def apply_pending(self) -> None: ...
+
+
+class PendingApplier:
+    """Applies acknowledged batches in the background, so the client's next call finds the
+    store free; on a thread of whichever gateway process does the upkeep."""
+
+    def __init__(self, store: PendingStore, poll_s: float = POLL_S) -> None:
+        self.store = store
+        self.poll_s = poll_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="hbase-gateway-applier", daemon=True)
+
+    def start(self) -> PendingApplier:
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 30.0) -> None:
+        self._stop.set()
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if not self.store.pending_behind():
+                self._stop.wait(self.poll_s)
+                continue
+            try:
+                self.store.apply_pending()
+            except Exception:  # the readers apply what is pending themselves meanwhile
+                logger.exception("applying pending batches failed; retrying in 1 s")
+                self._stop.wait(1.0)
