@@ -58,6 +58,9 @@ def put_worker(kwargs: dict, table: str, client: int, rows: int, seed: int) -> d
         with t.batch() as batch:
             for i in range(first, min(first + BATCH_ROWS, rows)):
                 batch.put(row_key(client, i), {b"cf:a": values[i % 64], b"cf:b": values[-i % 64]})
+    # Read the last row back: a put counts once it is readable (the gateway may defer a batch).
+    if not t.row(row_key(client, rows - 1)):
+        raise AssertionError("the last row put is missing")
     return {"count": rows * 2, "seconds": time.perf_counter() - start}
 
 

@@ -7,10 +7,11 @@ committed here as one row, and acknowledged; an applier (a thread of the gateway
 maintenance process) then moves it into the cells tables, in order, in one transaction with the
 store's ``applied_seq``. The client builds its next batch meanwhile.
 
-Nothing acknowledged is ever invisible: every read and every other write first applies what is
-pending (``Store._write`` drains). Two counters in a small memory-mapped file of the data
-directory, shared by every process that opens it, make "nothing pending" a comparison of two
-integers:
+Nothing acknowledged is ever invisible: every scan and every other write first applies what is
+pending (``Store._write`` drains), and so does a get of a row a pending batch writes (a get of
+other rows need not wait, as in HBase, where a read waits only for its own rows). Two counters
+in a small memory-mapped file of the data directory, shared by every process that opens it,
+make "nothing pending" a comparison of two integers:
 
 * ``enqueued``: the highest sequence number handed out, published inside the appending
   transaction, so it only grows. A commit that then fails leaves a number nobody holds, which
@@ -31,7 +32,7 @@ import os
 import pickle
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -66,9 +67,13 @@ class PendingLog:
         self._conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")
-        self._conn.execute(
+        self._conn.executescript(
             "CREATE TABLE IF NOT EXISTS pending (seq INTEGER PRIMARY KEY, "
-            "table_id INTEGER NOT NULL, payload BLOB NOT NULL)"
+            "table_id INTEGER NOT NULL, payload BLOB NOT NULL);"
+            # The rows each batch writes: a get of other rows need not wait for it.
+            "CREATE TABLE IF NOT EXISTS pending_rows (table_id INTEGER NOT NULL, "
+            "row BLOB NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (table_id, row, seq)) "
+            "WITHOUT ROWID;"
         )
         fd = os.open(data_dir / COUNTERS_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -106,6 +111,7 @@ class PendingLog:
             try:
                 applied = self._applied.value
                 conn.execute("DELETE FROM pending WHERE seq <= ?", (applied,))
+                conn.execute("DELETE FROM pending_rows WHERE seq <= ?", (applied,))
                 (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM pending").fetchone()
                 seq = max(last, applied, self._enqueued.value)
 
@@ -115,6 +121,13 @@ class PendingLog:
                     conn.execute(
                         "INSERT INTO pending VALUES (?, ?, ?)", (seq, table_id, encode_batch(batch))
                     )
+                    puts, deletes = batch
+                    rows = dict.fromkeys(cell[0] for cell in puts)
+                    rows.update(dict.fromkeys(delete[0] for delete in deletes))
+                    conn.executemany(
+                        "INSERT OR IGNORE INTO pending_rows VALUES (?, ?, ?)",
+                        [(table_id, row, seq) for row in rows],
+                    )
                     self._enqueued.value = seq  # under the log's write lock: only grows
                     return seq
 
@@ -123,6 +136,19 @@ class PendingLog:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+
+    def touches(self, table_id: int, rows: Sequence[bytes]) -> bool:
+        """Whether a batch not known to be applied writes one of ``rows`` (at most a few
+        hundred) of the table."""
+        with self._lock:
+            return (
+                self._conn.execute(
+                    "SELECT 1 FROM pending_rows WHERE table_id = ? AND seq > ? "
+                    f"AND row IN ({','.join('?' * len(rows))}) LIMIT 1",
+                    (table_id, self._applied.value, *rows),
+                ).fetchone()
+                is not None
+            )
 
     def after(self, seq: int) -> list[tuple[int, int, bytes]]:
         """Committed ``(seq, table_id, payload)`` past ``seq``, oldest first."""

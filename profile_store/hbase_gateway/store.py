@@ -238,10 +238,17 @@ class Store:
             self._all_connections.append(conn)
         return conn
 
-    def _query(self, info: TableInfo, sql: str, params: Sequence[object]) -> list[StoredCell]:
-        """Run one read statement on a pooled connection (one WAL snapshot), after what is
-        pending, so a read sees every acknowledged write."""
-        if self._pending.behind():
+    def _query(
+        self,
+        info: TableInfo,
+        sql: str,
+        params: Sequence[object],
+        rows: Sequence[bytes] | None = None,
+    ) -> list[StoredCell]:
+        """Run one read statement on a pooled connection (one WAL snapshot) once it would see
+        every acknowledged write: after what is pending, or, for a read of ``rows`` only, after
+        what is pending for them."""
+        if self._pending.behind() and (rows is None or self._pending.touches(info.table_id, rows)):
             self.apply_pending()
         try:
             conn = self._readers.pop()
@@ -657,6 +664,7 @@ class Store:
                 info,
                 f"{base}row = ?{where} ORDER BY fam, qual, ts DESC",
                 [rows[0], *params],
+                rows,
             )
             kept = finish_cells(cells, floors, limits)
             return [(rows[0], kept)] if kept else []
@@ -669,6 +677,7 @@ class Store:
                 f"{base}row IN ({','.join('?' * len(chunk))}){where} "
                 "ORDER BY row, fam, qual, ts DESC",
                 [*chunk, *params],
+                chunk,
             )
             for row, row_cells in group_rows(cells):
                 kept = finish_cells(row_cells, floors, limits)

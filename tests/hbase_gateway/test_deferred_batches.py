@@ -58,6 +58,24 @@ def test_the_next_read_sees_a_deferred_batch(store: Store) -> None:
     assert cells_on_disk(store) == 2 * len(ROWS)
 
 
+def test_a_scan_sees_a_deferred_batch(store: Store) -> None:
+    store.mutate_batch(b"t", batch(b"1"))
+    cells, _ = store.read_range_cells(
+        store.table(b"t"), None, None, reverse=False, selection=None, before_ts=None, max_cells=9999
+    )
+    assert len(cells) == 2 * len(ROWS)
+
+
+def test_a_get_of_rows_no_pending_batch_writes_does_not_wait_for_it(store: Store) -> None:
+    store.mutate_batch(b"t", batch(b"old", [b"other"]))
+    store.apply_pending()
+    store.mutate_batch(b"t", batch(b"1"))
+    assert values(store, [b"other"]) == {b"old"}
+    assert store.pending_behind()  # that get left the batch where it was
+    assert values(store, [b"other", ROWS[-1]]) == {b"old", b"1"}
+    assert not store.pending_behind()
+
+
 def test_another_store_on_the_same_directory_sees_a_deferred_batch(
     store: Store, tmp_path: Path
 ) -> None:
@@ -115,8 +133,9 @@ def test_a_batch_of_a_table_deleted_before_it_was_applied_is_dropped(store: Stor
     store.create_table(b"t", [FamilyDescriptor(b"cf")])
     with store._pending.appending() as append:  # what a call racing the delete leaves behind
         append(old_id, ([(ROWS[0], 0, b"a", 1, b"stale")], []))
-    assert store.get_rows(b"t", [ROWS[0]], None) == []
+    store.apply_pending()
     assert not store.pending_behind()
+    assert store.get_rows(b"t", [ROWS[0]], None) == []
 
 
 def test_a_row_naming_a_missing_family_fails_alone(store: Store) -> None:
