@@ -102,6 +102,12 @@ def _contract_pattern() -> str:
 
 
 CONTRACT_PATTERN = _contract_pattern()
+# What a conforming line holds, read by Spark's JSON parser: for such a line it is exact (every
+# value is a string or null, no key repeats), and cheaper than a VARIANT lookup per field.
+_CONTRACT_STRUCT = ", ".join(
+    [f"`{name}` string" for name in STRING_FIELDS]
+    + [f"`{name}` map<string, string>" for name in MAP_FIELDS]
+)
 
 
 def typed_lines(lines: DataFrame) -> DataFrame:
@@ -112,8 +118,10 @@ def typed_lines(lines: DataFrame) -> DataFrame:
     type) and each field extracted as a string or a string map.
 
     One pass over each value decides almost every line: the line's ``schema_of_variant``
-    matches ``CONTRACT_PATTERN``. Only a line that does not match (a rejected one, or an
-    unusual spelling of a valid one) has its keys and each field's type looked at one by one.
+    matches ``CONTRACT_PATTERN``, and its fields are then read by ``from_json`` (a VARIANT
+    lookup per field builds a cast expression per value: a third of the typing's time). Only a
+    line that does not match (a rejected one, or an unusual spelling of a valid one) has its
+    keys and each field's type looked at one by one, and its fields read from the VARIANT.
     """
     parsed = lines.select(*lines.columns, F.try_parse_json(F.col(LINE)).alias(PARSED))
     schema = F.schema_of_variant(F.col(PARSED))
@@ -126,20 +134,30 @@ def typed_lines(lines: DataFrame) -> DataFrame:
     )
     looked_at = ~F.col("_conforms") & F.col("is_object")
     wrong_type_field = F.coalesce(*[F.when(_wrong_type(name), F.lit(name)) for name in _FIELDS])
-    return inspected.select(
+    extracted = inspected.select(
         *lines.columns,
+        PARSED,
+        "_conforms",
         "is_json",
         "is_object",
         F.when(F.col("_conforms"), F.lit(0))
         .when(looked_at, F.size(unknown_fields(F.col(LINE))))
         .alias("unknown_field_count"),
         F.when(looked_at, wrong_type_field).alias(WRONG_TYPE_FIELD),
+        F.when(F.col("_conforms"), F.from_json(F.col(LINE), _CONTRACT_STRUCT)).alias("_fields"),
+    )
+    return extracted.select(
+        *[c for c in extracted.columns if c not in {PARSED, "_conforms", "_fields"}],
         *[
-            F.try_variant_get(F.col(PARSED), f"$['{name}']", "string").alias(name)
+            F.when(F.col("_conforms"), F.col("_fields")[name])
+            .otherwise(F.try_variant_get(F.col(PARSED), f"$['{name}']", "string"))
+            .alias(name)
             for name in STRING_FIELDS
         ],
         *[
-            F.try_variant_get(F.col(PARSED), f"$['{name}']", "map<string, string>").alias(name)
+            F.when(F.col("_conforms"), F.col("_fields")[name])
+            .otherwise(F.try_variant_get(F.col(PARSED), f"$['{name}']", "map<string, string>"))
+            .alias(name)
             for name in MAP_FIELDS
         ],
     )
