@@ -38,7 +38,11 @@ def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) ->
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
+        # The throughput collector: on two cores G1's concurrent work competes with the tasks
+        # (typing a cold 1M-line day: 14.2-15.1 s with G1, 12.5-13.7 s with it).
+        "spark.driver.extraJavaOptions": (
+            f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} -XX:+UseParallelGC"
+        ),
     }
 
 
