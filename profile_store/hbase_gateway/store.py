@@ -9,8 +9,10 @@ One SQLite file under the data directory holds the catalog and, per HBase table,
   versions it covers at once and leaves a marker that masks later puts of older timestamps until
   a major compaction drops it, which is HBase's visible behaviour.
 
-Every write call is one ``BEGIN IMMEDIATE`` transaction, committed before the call returns: an
-acknowledged write is in the WAL file and survives ``kill -9`` of the process (``synchronous =
+Every write call is one ``BEGIN IMMEDIATE`` transaction, committed before the call returns (a
+large ``mutateRows`` batch is committed to the pending log instead and applied later, see
+pending.py; reads and writes apply what is pending first): an acknowledged write is in a WAL
+file and survives ``kill -9`` of the process (``synchronous =
 NORMAL`` does not fsync each commit, so a power loss can lose the last commits). Reads run on a
 pool of autocommit connections, each statement on its own WAL snapshot, so a row read by one
 statement is never torn. Several processes may open the same directory: the catalog carries a
