@@ -412,19 +412,25 @@ class Store:
         }
         self._generation = generation
 
-    def _reload_catalog(self) -> None:
+    @contextlib.contextmanager
+    def _reader(self) -> Iterator[sqlite3.Connection]:
+        """A pooled read connection (``_query`` inlines this: it is the hot path)."""
         try:
             conn = self._readers.pop()
         except IndexError:
             conn = self._connect()
         try:
+            yield conn
+        finally:
+            self._readers.append(conn)
+
+    def _reload_catalog(self) -> None:
+        with self._reader() as conn:
             conn.execute("BEGIN")
             try:
                 self._load_catalog(conn)
             finally:
                 conn.execute("COMMIT")
-        finally:
-            self._readers.append(conn)
 
     def _bump_generation(self, conn: sqlite3.Connection) -> None:
         """Called last before the commit; ``_load_catalog`` follows it in every caller."""
@@ -455,16 +461,10 @@ class Store:
 
     def _refresh_catalog(self) -> None:
         """Outside a write transaction: reload the catalog if any process has changed it."""
-        try:
-            conn = self._readers.pop()
-        except IndexError:
-            conn = self._connect()
-        try:
+        with self._reader() as conn:
             (generation,) = conn.execute(
                 "SELECT value FROM meta WHERE key = 'catalog_generation'"
             ).fetchone()
-        finally:
-            self._readers.append(conn)
         if generation != self._generation:
             self._reload_catalog()
 
