@@ -4,7 +4,7 @@ HBase acknowledges a put once it is in its write-ahead log and memstore and sort
 files later. Inserting a bulk load's cells into SQLite's B-trees while the client waited made
 the gateway the slower writer, so a large batch is planned by the call (validated, timestamped),
 committed here as one row, and acknowledged; an applier (a thread of the gateway, or its
-maintenance process) then moves it into the cells tables, in order, in one transaction with the
+upkeep process) then moves it into the cells tables, in order, in one transaction with the
 store's ``applied_seq``. The client builds its next batch meanwhile.
 
 Nothing acknowledged is ever invisible: every scan and every other write first applies what is
