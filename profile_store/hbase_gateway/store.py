@@ -851,6 +851,8 @@ class Store:
         timestamp: int | None,
     ) -> list[str]:
         """``mutate_batch``'s large batches: planned here, applied later (see pending.py)."""
+        if self._closed:
+            raise GatewayIOError("IOException: the gateway store is closed")
         if self._pending.enqueued - self._pending.applied >= _MAX_PENDING_BATCHES:
             self.apply_pending()  # the applier is behind (or absent): keep the log bounded
         self._refresh_catalog()

@@ -199,3 +199,11 @@ def test_small_batches_are_written_before_the_call_returns(tmp_path: Path) -> No
         assert cells_on_disk(store) == 2 * len(ROWS)
     finally:
         store.close()
+
+
+def test_a_large_batch_to_a_closed_store_fails_as_any_write_does(tmp_path: Path) -> None:
+    store = open_store(tmp_path)
+    store.create_table(b"t", [FamilyDescriptor(b"cf")])
+    store.close()
+    with pytest.raises(GatewayIOError, match="store is closed"):
+        store.mutate_batch(b"t", batch(b"1"))
