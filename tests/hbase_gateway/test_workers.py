@@ -97,7 +97,7 @@ def two_workers(tmp_path: Path) -> Iterator[EmbeddedGateway]:
         yield gateway
 
 
-def test_the_gateway_runs_the_workers_asked_for_and_a_compactor(tmp_path: Path) -> None:
+def test_the_gateway_runs_the_workers_asked_for_and_an_upkeep_process(tmp_path: Path) -> None:
     with EmbeddedGateway(tmp_path, workers=3) as gateway:
         assert len(child_pids(gateway.pid)) == 4
         assert "workers=3" in gateway.log_path.read_text()
@@ -261,8 +261,8 @@ def test_a_worker_that_dies_is_logged_and_replaced(tmp_path: Path) -> None:
             connection.tables()  # its connection died with it
 
         def replaced() -> bool:
-            workers = child_pids(gateway.pid)
-            return len(workers) == 2 and victim not in workers
+            children = child_pids(gateway.pid)  # two workers and the upkeep process
+            return len(children) == 3 and victim not in children
 
         assert wait_for(replaced)
         log = gateway.log_path.read_text()
