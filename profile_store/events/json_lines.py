@@ -104,10 +104,11 @@ def _contract_pattern() -> str:
 CONTRACT_PATTERN = _contract_pattern()
 # What a conforming line holds, read by Spark's JSON parser: for such a line it is exact (every
 # value is a string or null, no key repeats), and cheaper than a VARIANT lookup per field.
-_CONTRACT_STRUCT = ", ".join(
-    [f"`{name}` string" for name in STRING_FIELDS]
-    + [f"`{name}` map<string, string>" for name in MAP_FIELDS]
-)
+_FIELD_TYPES = {
+    **{name: "string" for name in STRING_FIELDS},
+    **{name: "map<string, string>" for name in MAP_FIELDS},
+}
+_CONTRACT_STRUCT = ", ".join(f"`{name}` {kind}" for name, kind in _FIELD_TYPES.items())
 
 
 def typed_lines(lines: DataFrame) -> DataFrame:
@@ -147,17 +148,15 @@ def typed_lines(lines: DataFrame) -> DataFrame:
         F.when(F.col("_conforms"), F.from_json(F.col(LINE), _CONTRACT_STRUCT)).alias("_fields"),
     )
     return extracted.select(
-        *[c for c in extracted.columns if c not in {PARSED, "_conforms", "_fields"}],
+        *lines.columns,
+        "is_json",
+        "is_object",
+        "unknown_field_count",
+        WRONG_TYPE_FIELD,
         *[
             F.when(F.col("_conforms"), F.col("_fields")[name])
-            .otherwise(F.try_variant_get(F.col(PARSED), f"$['{name}']", "string"))
+            .otherwise(F.try_variant_get(F.col(PARSED), f"$['{name}']", kind))
             .alias(name)
-            for name in STRING_FIELDS
-        ],
-        *[
-            F.when(F.col("_conforms"), F.col("_fields")[name])
-            .otherwise(F.try_variant_get(F.col(PARSED), f"$['{name}']", "map<string, string>"))
-            .alias(name)
-            for name in MAP_FIELDS
+            for name, kind in _FIELD_TYPES.items()
         ],
     )

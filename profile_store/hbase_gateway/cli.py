@@ -23,9 +23,7 @@ from .compaction import (
     DEFAULT_AFTER_CELLS,
     DEFAULT_INTERVAL_S,
     DEFAULT_QUIET_S,
-    BackgroundCompactor,
 )
-from .pending import PendingApplier
 from .server import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
@@ -35,7 +33,7 @@ from .server import (
     bind_listener,
 )
 from .store import DEFERRED_BATCH_MUTATIONS, Store
-from .workers import Supervisor, default_workers
+from .workers import Supervisor, default_workers, start_upkeep
 
 logger = logging.getLogger("profile_store.hbase_gateway")
 
@@ -175,21 +173,11 @@ def run(args: argparse.Namespace) -> int:
     _log_listening(args, server.address, 1)
     if args.ready_file is not None:
         _write_ready_file(args.ready_file, server.host, server.port)
-    compactor = (
-        BackgroundCompactor(
-            store, args.compact_after_cells, args.compact_interval, args.compact_quiet
-        ).start()
-        if args.compact_after_cells
-        else None
-    )
-    applier = PendingApplier(store).start() if args.defer_batches_from else None
+    stop_upkeep = start_upkeep(store, args)
     try:
         server.serve_forever()
     finally:
-        if compactor is not None:
-            compactor.stop()
-        if applier is not None:
-            applier.stop()
+        stop_upkeep()
         store.close()
         logger.info("hbase-gateway on %s stopped", server.address)
     return 0

@@ -230,23 +230,9 @@ class Supervisor:
         self.listener.close()
         store = self._store()
         try:
-            # Their threads inherit the blocked stop signals.
-            applier = PendingApplier(store).start() if self.args.defer_batches_from else None
-            compactor = (
-                BackgroundCompactor(
-                    store,
-                    self.args.compact_after_cells,
-                    self.args.compact_interval,
-                    self.args.compact_quiet,
-                ).start()
-                if self.args.compact_after_cells
-                else None
-            )
+            stop_upkeep = start_upkeep(store, self.args)  # its threads keep the signals blocked
             signal.sigwait(_STOP_SIGNALS)
-            if compactor is not None:
-                compactor.stop()
-            if applier is not None:
-                applier.stop()
+            stop_upkeep()
         finally:
             store.close()
         return 0
@@ -306,6 +292,26 @@ class Supervisor:
                 os.waitpid(pid, 0)
             self._children.pop(pid)
         return 1 if self._failed else 0
+
+
+def start_upkeep(store: Store, args: argparse.Namespace) -> Callable[[], None]:
+    """Start the store's background work that ``args`` turns on (applying deferred batches,
+    compaction), on threads; returns the function that stops it."""
+    applier = PendingApplier(store).start() if args.defer_batches_from else None
+    compactor = (
+        BackgroundCompactor(
+            store, args.compact_after_cells, args.compact_interval, args.compact_quiet
+        ).start()
+        if args.compact_after_cells
+        else None
+    )
+
+    def stop() -> None:
+        for started in (compactor, applier):
+            if started is not None:
+                started.stop()
+
+    return stop
 
 
 def _die_with_parent(parent: int) -> None:

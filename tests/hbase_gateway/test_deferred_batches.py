@@ -180,9 +180,9 @@ def test_the_applier_applies_a_batch_without_any_read(store: Store) -> None:
         applier.stop()
 
 
-def test_a_store_closed_gracefully_has_applied_everything_it_acknowledged(tmp_path: Path) -> None:
-    store = open_store(tmp_path)
-    store.create_table(b"t", [FamilyDescriptor(b"cf")])
+def test_a_store_closed_gracefully_has_applied_everything_it_acknowledged(
+    store: Store, tmp_path: Path
+) -> None:
     store.mutate_batch(b"t", batch(b"1"))
     table = store.table(b"t").cells_table
     store.close()
@@ -201,9 +201,7 @@ def test_small_batches_are_written_before_the_call_returns(tmp_path: Path) -> No
         store.close()
 
 
-def test_a_large_batch_to_a_closed_store_fails_as_any_write_does(tmp_path: Path) -> None:
-    store = open_store(tmp_path)
-    store.create_table(b"t", [FamilyDescriptor(b"cf")])
+def test_a_large_batch_to_a_closed_store_fails_as_any_write_does(store: Store) -> None:
     store.close()
     with pytest.raises(GatewayIOError, match="store is closed"):
         store.mutate_batch(b"t", batch(b"1"))
