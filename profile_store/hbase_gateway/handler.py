@@ -16,6 +16,7 @@ import threading
 from collections.abc import Sequence
 from operator import attrgetter
 
+from .compaction import major_compact
 from .errors import (
     GatewayError,
     GatewayIllegalArgument,
@@ -105,7 +106,7 @@ class HbaseHandler:
         self.store.compact(self._table_of(tableNameOrRegionName), major=False)
 
     def majorCompact(self, tableNameOrRegionName: bytes) -> None:
-        self.store.compact(self._table_of(tableNameOrRegionName), major=True)
+        major_compact(self.store, self._table_of(tableNameOrRegionName))
 
     def _table_of(self, table_or_region: bytes) -> bytes:
         """Accept a table name or one of our region names (``table,,<id>.<hash>.``)."""

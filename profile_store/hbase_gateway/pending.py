@@ -32,6 +32,7 @@ import os
 import pickle
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
@@ -67,6 +68,9 @@ class PendingLog:
         self._conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")
+        # A batch deleted from the log is zeroed in its pages (some SQLite builds default to
+        # leaving deleted bytes in free space): a major compaction's purge must not leave copies.
+        self._conn.execute("PRAGMA secure_delete = ON")
         self._conn.executescript(
             "CREATE TABLE IF NOT EXISTS pending (seq INTEGER PRIMARY KEY, "
             "table_id INTEGER NOT NULL, payload BLOB NOT NULL);"
@@ -105,37 +109,56 @@ class PendingLog:
         Rows already applied are dropped in the same transaction, so the log stays small
         without a transaction of its own.
         """
+        with self._lock, self._immediate() as conn:
+            applied = self._drop_applied(conn)
+            (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM pending").fetchone()
+            seq = max(last, applied, self._enqueued.value)
+
+            def append(table_id: int, batch: PlannedBatch) -> int:
+                nonlocal seq
+                seq += 1
+                conn.execute(
+                    "INSERT INTO pending VALUES (?, ?, ?)", (seq, table_id, encode_batch(batch))
+                )
+                puts, deletes = batch
+                rows = dict.fromkeys(cell[0] for cell in puts)
+                rows.update(dict.fromkeys(delete[0] for delete in deletes))
+                conn.executemany(
+                    "INSERT OR IGNORE INTO pending_rows VALUES (?, ?, ?)",
+                    [(table_id, row, seq) for row in rows],
+                )
+                self._enqueued.value = seq  # under the log's write lock: only grows
+                return seq
+
+            yield append
+
+    def purge_applied(self, attempts: int = 1500) -> bool:
+        """Delete every applied batch and truncate the log's WAL, so that no copy of a batch
+        the cells tables already hold stays in the log's files (a major compaction's purge).
+        False if another process kept the WAL busy for ``attempts`` tries 20 ms apart."""
         with self._lock:
-            conn = self._conn
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                applied = self._applied.value
-                conn.execute("DELETE FROM pending WHERE seq <= ?", (applied,))
-                conn.execute("DELETE FROM pending_rows WHERE seq <= ?", (applied,))
-                (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM pending").fetchone()
-                seq = max(last, applied, self._enqueued.value)
+            with self._immediate() as conn:
+                self._drop_applied(conn)
+            return truncate_wal(self._conn, attempts)
 
-                def append(table_id: int, batch: PlannedBatch) -> int:
-                    nonlocal seq
-                    seq += 1
-                    conn.execute(
-                        "INSERT INTO pending VALUES (?, ?, ?)", (seq, table_id, encode_batch(batch))
-                    )
-                    puts, deletes = batch
-                    rows = dict.fromkeys(cell[0] for cell in puts)
-                    rows.update(dict.fromkeys(delete[0] for delete in deletes))
-                    conn.executemany(
-                        "INSERT OR IGNORE INTO pending_rows VALUES (?, ?, ?)",
-                        [(table_id, row, seq) for row in rows],
-                    )
-                    self._enqueued.value = seq  # under the log's write lock: only grows
-                    return seq
+    @contextlib.contextmanager
+    def _immediate(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction on the log (the caller holds ``_lock``)."""
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
 
-                yield append
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-            conn.execute("COMMIT")
+    def _drop_applied(self, conn: sqlite3.Connection) -> int:
+        """Delete the batches the store has applied; returns the applied sequence number."""
+        applied = self._applied.value
+        conn.execute("DELETE FROM pending WHERE seq <= ?", (applied,))
+        conn.execute("DELETE FROM pending_rows WHERE seq <= ?", (applied,))
+        return applied
 
     def touches(self, table_id: int, rows: Sequence[bytes]) -> bool:
         """Whether a batch not known to be applied writes one of ``rows`` (at most a few
@@ -180,6 +203,17 @@ class PendingLog:
             del self._enqueued, self._applied
             self._map.close()
             self._conn.close()
+
+
+def truncate_wal(conn: sqlite3.Connection, attempts: int) -> bool:
+    """Copy the WAL into the database file and truncate it to nothing; False if a reader or a
+    checkpoint of another connection kept it busy on every attempt (20 ms apart)."""
+    for _ in range(attempts):
+        (busy, _, _) = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        if not busy:
+            return True
+        time.sleep(0.02)
+    return False
 
 
 class PendingStore(Protocol):

@@ -47,7 +47,7 @@ from .errors import (
     table_enabled,
     table_not_found,
 )
-from .pending import PendingLog, decode_batch
+from .pending import PendingLog, decode_batch, truncate_wal
 from .schema import (
     LATEST_TIMESTAMP,
     MAX_ROW_LENGTH,
@@ -234,6 +234,7 @@ class Store:
         )
         conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
         conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA secure_delete = ON")  # deleted cells are zeroed, not left in pages
         conn.execute("PRAGMA cache_size = -16384")  # KiB; reads mostly go through mmap
         conn.execute("PRAGMA mmap_size = 268435456")
         with self._connections_lock:
@@ -341,17 +342,19 @@ class Store:
             if self._closing.wait(_CHECKPOINT_PAUSE_S):
                 return
 
-    def checkpoint(self) -> bool:
+    def checkpoint(self, attempts: int = 50) -> bool:
         """Copy the whole WAL into the database file and truncate it; False if another process
-        kept it busy (a checkpoint of its own, a reader on an old snapshot) for about a second.
+        kept it busy (a checkpoint of its own, a reader on an old snapshot) for ``attempts``
+        tries 20 ms apart (about a second by default).
         """
         with self._write_lock, self._checkpoint_lock:
-            for _ in range(50):
-                (busy, _, _) = self._writer.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-                if not busy:
-                    return True
-                time.sleep(0.02)
-            return False
+            return truncate_wal(self._writer, attempts)
+
+    def purge_applied_batches(self, attempts: int = 50) -> bool:
+        """Apply what is pending, then drop every applied batch from the pending log and
+        truncate the log's WAL (see ``PendingLog.purge_applied``)."""
+        self.apply_pending()
+        return self._pending.purge_applied(attempts)
 
     def close(self) -> None:
         """Checkpoint the WAL into the database file and close every connection."""
