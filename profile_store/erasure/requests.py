@@ -1,26 +1,58 @@
 """An erasure request: who asked to forget which ids, kept in the lake until it is carried out.
 
 ``erasure/requests/<request id>.json`` holds the ids as given (the erasure step needs them to
-find the person's rows in the lake); the erasure step deletes the file when the request
-completes and keeps only the audit report (``report.py``), which has no personal data.
+find the person's rows in the lake), the bound on the person's size the request was accepted
+with, and its plan: what the resolution named for removal before anything was removed. The
+erasure step deletes the file when the request completes and keeps only the audit report
+(``report.py``), which has no personal data.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import secrets
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
+from profile_store.events.id_case import normalize_id
 from profile_store.lake_storage import LakeStorage
 
 REQUESTS = "erasure/requests"
 PROFILE_ID = "profile"
 """The key type of a device or cookie id (the events' ``user_id``), the default."""
 
+DEFAULT_MAX_PROFILES = 100
+MAX_PROFILES_ENV = "PROFILES_ERASURE_MAX_PROFILES"
+
 
 class ErasureRequestError(ValueError):
     """A request that cannot be recorded; the message names the field and the problem."""
+
+
+class ErasureRefused(ErasureRequestError):
+    """A well-formed request whose resolution is refused: a quarantined key, or more profiles
+    than the bound. Nothing was recorded."""
+
+
+def max_profiles_from_env(environ: Mapping[str, str] | None = None) -> int:
+    """``PROFILES_ERASURE_MAX_PROFILES``, else ``DEFAULT_MAX_PROFILES``."""
+    text = (os.environ if environ is None else environ).get(MAX_PROFILES_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_PROFILES
+    return checked_max_profiles(text, MAX_PROFILES_ENV)
+
+
+def checked_max_profiles(value: object, name: str = "max_profiles") -> int:
+    """A bound of at least 1; ``ErasureRequestError`` naming ``name`` otherwise."""
+    try:
+        bound = int(str(value))
+    except ValueError:
+        raise ErasureRequestError(f"{name}: expected a whole number, got {value!r}") from None
+    if bound < 1:
+        raise ErasureRequestError(f"{name}: must be at least 1, got {bound}")
+    return bound
 
 
 @dataclass(frozen=True)
@@ -37,6 +69,8 @@ class ErasureRequest:
     requested_at: str  # ISO-8601, UTC
     ids: tuple[GivenId, ...]
     immediate: dict = field(default_factory=dict)  # what the request deleted at once (counts)
+    max_profiles: int = DEFAULT_MAX_PROFILES  # the bound on the person it was accepted with
+    plan: dict = field(default_factory=dict)  # what it named for removal (ids; this file only)
 
     @property
     def path(self) -> str:
@@ -55,11 +89,17 @@ class ErasureRequest:
             requested_at=body["requested_at"],
             ids=tuple(GivenId(**given) for given in body["ids"]),
             immediate=body.get("immediate", {}),
+            max_profiles=body.get("max_profiles", DEFAULT_MAX_PROFILES),
+            plan=body.get("plan", {}),
         )
 
 
 def given_ids(ids: list[str], key_type: str | None, key_types: tuple[str, ...]) -> list[GivenId]:
-    """Validate the ids of a request; ``key_types``: the bridging key types besides profiles."""
+    """Validate the ids of a request; ``key_types``: the bridging key types besides profiles.
+
+    An alternate id of a case-insensitive kind (a hex digest) is taken in its one spelling; a
+    device id's spelling is the resolution's to find (its kind is in the lake, not the request).
+    """
     if not ids:
         raise ErasureRequestError("ids: at least one id is required")
     kind = key_type or PROFILE_ID
@@ -71,13 +111,19 @@ def given_ids(ids: list[str], key_type: str | None, key_types: tuple[str, ...]) 
             raise ErasureRequestError(f"ids[{i}]: must be a non-empty string")
         if len(value) > 1024:
             raise ErasureRequestError(f"ids[{i}]: longer than 1024 characters")
+    if kind != PROFILE_ID:
+        ids = [normalize_id(kind, value) for value in ids]
     return [GivenId(value, kind) for value in dict.fromkeys(ids)]
 
 
-def new_request(ids: list[GivenId], now: datetime | None = None) -> ErasureRequest:
+def new_request(
+    ids: list[GivenId], now: datetime | None = None, max_profiles: int = DEFAULT_MAX_PROFILES
+) -> ErasureRequest:
     moment = (now or datetime.now(UTC)).astimezone(UTC)
     request_id = f"er-{moment:%Y%m%dT%H%M%S}-{secrets.token_hex(4)}"
-    return ErasureRequest(request_id, moment.isoformat(timespec="seconds"), tuple(ids))
+    return ErasureRequest(
+        request_id, moment.isoformat(timespec="seconds"), tuple(ids), max_profiles=max_profiles
+    )
 
 
 def save_request(storage: LakeStorage, request: ErasureRequest) -> None:

@@ -1,20 +1,30 @@
-"""From the ids a requester gives to the person: their profiles, their keys, their neighbours.
+"""From the ids a requester gives to the person: exactly the links the identity graph trusts.
 
-The person is the ids given (a profile id, or a login or alternate id with ``--key-type``: every
-profile that carried it) and, transitively, every profile sharing one of their own keys: a login
-(``member_id``: one account), or an alternate id such as a hashed email that no other account
-carried. An alternate id seen under another login too, or a fuzzy link, is evidence BETWEEN
-persons: that is how one person bridges two others' components, and those others are not
-forgotten with them (their component splits when the person's edges go).
+The identity graph links two profiles by an edge of a key they share (``identity_edges``) and
+trusts it when its weight reaches the components' threshold and its key was never quarantined
+(``identity_quarantine``: a blocklisted placeholder such as ``0`` or the empty string, or a
+super-node such as a login shared by more profiles than the guard allows): the edges
+``surviving_edges`` gives ``identity_components``. Resolution walks those edges on the same data
+with Arrow (no Spark, so a request takes effect in seconds):
 
-Read with Arrow from the identity areas of the lake (no Spark), so that a request takes effect
-in seconds: ``identity_keys`` (who carried which key), ``identity_profiles`` (who exists),
-``identity_edges`` (the pairs to withdraw) and the latest ``identity_components``.
+- a login (``member_id``) edge is one account: followed;
+- an alternate-id edge (a hashed email) is followed unless the profiles carrying that id carried
+  two logins or more: such an id is evidence BETWEEN accounts, how one person bridges two
+  others' components, and those others are not forgotten with them (their component splits
+  when the person's edges go). A property of the id, not of where the walk started, so every
+  device of a person resolves to the same profiles;
+- a quarantined key is never followed, suppressed or deleted: it identifies no one. A request
+  naming one is refused.
+
+The person's keys (the lookup rows to delete, the logins and own alternate ids to suppress) are
+their clean keys only. A resolution of more than ``max_profiles`` profiles is refused before
+anything is written: hundreds of profiles behind one id is an over-linking graph, not a person.
 """
 
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -22,11 +32,29 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from profile_store.erasure.requests import PROFILE_ID, GivenId
+from profile_store.erasure.requests import (
+    DEFAULT_MAX_PROFILES,
+    PROFILE_ID,
+    ErasureRefused,
+    GivenId,
+)
+from profile_store.events.id_case import USER_ID_CASE, case_of, normalize_id
 from profile_store.identity.pipeline import latest_assignment_dir
 from profile_store.identity.rules import FUZZY_IP_UA, MEMBER_ID
-from profile_store.lake_layout import IDENTITY_EDGES, IDENTITY_KEYS, IDENTITY_PROFILES
+from profile_store.lake_layout import (
+    IDENTITY_EDGES,
+    IDENTITY_KEYS,
+    IDENTITY_PROFILES,
+    IDENTITY_QUARANTINE,
+)
 from profile_store.lake_storage import LakeStorage
+
+DEFAULT_WEIGHT_THRESHOLD = 0.9
+"""The components' default threshold (``identity_components``, ``CompactionConfig``)."""
+
+_UUID = re.compile(r"^[0-9a-fA-F]{8}(-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}$")
+
+Key = tuple[str, str]  # (key type, key)
 
 
 @dataclass(frozen=True)
@@ -34,18 +62,27 @@ class Person:
     """Everything of one person the identity graph knows, and the components they were in."""
 
     profiles: frozenset[str]  # device and cookie ids (the events' user_id)
-    keys: frozenset[tuple[str, str]]  # (key type, key) every one of them carried
-    logins: frozenset[str]  # their member_ids: suppressed with the profiles
-    own_alternates: frozenset[tuple[str, str]]  # alternate ids only they carried: suppressed
-    given_keys: frozenset[tuple[str, str]]  # keys the requester named: suppressed too
+    keys: frozenset[Key]  # their clean keys (and the keys the requester named)
+    logins: frozenset[str]  # their clean member_ids: suppressed with the profiles
+    own_alternates: frozenset[Key]  # their clean alternate ids of one account: suppressed
+    given_keys: frozenset[Key]  # keys the requester named: suppressed too
     known: bool  # any of the profiles or given keys is in the lake
     edges: frozenset[tuple[str, str]]  # (a, b) pairs with one end in the person
     component_members: frozenset[str]  # the others of their latest components
+    spellings: frozenset[str] = frozenset()  # their ids in every spelling ingest may meet
+    quarantined: frozenset[Key] = frozenset()  # keys they carried that were not followed
 
     @property
     def suppressed_ids(self) -> set[str]:
         given = (key for _, key in self.given_keys)
-        return {*self.profiles, *self.logins, *(key for _, key in self.own_alternates), *given}
+        ids = {
+            *self.profiles,
+            *self.spellings,
+            *self.logins,
+            *(key for _, key in self.own_alternates),
+            *given,
+        }
+        return {value for value in ids if value}
 
 
 def read_area(storage: LakeStorage, relative: str, columns: list[str]) -> pa.Table:
@@ -66,96 +103,223 @@ def _strings(values) -> pa.Array:
     return pa.array(sorted(values), pa.string())
 
 
-def _values(table: pa.Table, column: str) -> set[str]:
-    return set(table.column(column).to_pylist())
+def _distinct(table: pa.Table) -> pa.Table:
+    return table.group_by(table.column_names, use_threads=False).aggregate([])
 
 
-def _rows(keys: pa.Table, column: str, values: set[str]) -> list[dict]:
-    return keys.filter(pc.is_in(keys[column], _strings(values))).to_pylist()
+def _in(table: pa.Table, column: str, values) -> pa.Table:
+    return table.filter(pc.is_in(table[column], _strings(values)))
 
 
-def resolve(storage: LakeStorage, given: list[GivenId]) -> Person:
-    """The person of ``given`` (see the module docstring)."""
-    keys = read_area(storage, IDENTITY_KEYS, ["key_type", "key", "profile"])
-    profiles = {g.id for g in given if g.key_type == PROFILE_ID}
-    given_keys = {(g.key_type, g.id) for g in given if g.key_type != PROFILE_ID}
-    wanted = set(given_keys)
-    while True:
-        found = {
-            row["profile"]
-            for row in _rows(keys, "key", {k for _, k in wanted})
-            if (row["key_type"], row["key"]) in wanted
-        }
-        held = _rows(keys, "profile", profiles | found)
-        logins = {(MEMBER_ID, r["key"]) for r in held if r["key_type"] == MEMBER_ID}
-        alternates = {
-            (r["key_type"], r["key"])
-            for r in held
-            if r["key_type"] not in (MEMBER_ID, FUZZY_IP_UA)
-            and (r["key_type"], r["key"]) not in wanted
-        }
-        accepted = _own_alternates(
-            keys, alternates, {key for kind, key in logins | wanted if kind == MEMBER_ID}
+def _pairs(table: pa.Table, first: str = "key_type", second: str = "key") -> set[Key]:
+    return set(zip(table[first].to_pylist(), table[second].to_pylist(), strict=True))
+
+
+def _clean(table: pa.Table, quarantine: pa.Table) -> pa.Table:
+    """Rows whose key was never quarantined (nor empty, nor the fuzzy rule's)."""
+    addressable = table.filter(
+        pc.and_(
+            pc.greater(pc.utf8_length(table["key"]), 0),
+            pc.not_equal(table["key_type"], FUZZY_IP_UA),
         )
-        if found <= profiles and (logins | accepted) <= wanted:
-            break
-        profiles |= found
-        wanted |= logins | accepted
-    held = keys.filter(pc.is_in(keys["profile"], _strings(profiles)))
-    carried = {(row["key_type"], row["key"]) for row in held.to_pylist()}
-    existing = read_area(storage, IDENTITY_PROFILES, ["profile"])
-    known_profiles = _values(
-        existing.filter(pc.is_in(existing["profile"], _strings(profiles))), "profile"
     )
+    if quarantine.num_rows == 0:
+        return addressable
+    return addressable.join(quarantine, ["key_type", "key"], join_type="left anti")
 
-    edges = read_area(storage, IDENTITY_EDGES, ["profile_a", "profile_b"])
-    person = _strings(profiles)
-    touching = edges.filter(
-        pc.or_(pc.is_in(edges["profile_a"], person), pc.is_in(edges["profile_b"], person))
+
+def _bridging_alternates(clean_keys: pa.Table) -> set[Key]:
+    """Alternate ids whose profiles carried two logins or more: evidence between accounts."""
+    logins = clean_keys.filter(pc.equal(clean_keys["key_type"], MEMBER_ID))
+    alternates = clean_keys.filter(pc.not_equal(clean_keys["key_type"], MEMBER_ID))
+    paired = alternates.join(
+        logins.select(["profile", "key"]).rename_columns(["profile", "login"]), "profile"
     )
-    pairs = {(row["profile_a"], row["profile_b"]) for row in touching.to_pylist()}
-    return Person(
-        profiles=frozenset(profiles),
-        keys=frozenset(carried | given_keys),
-        logins=frozenset(key for kind, key in carried | given_keys if kind == MEMBER_ID),
-        given_keys=frozenset(given_keys),
-        own_alternates=frozenset(k for k in wanted if k[0] != MEMBER_ID) - frozenset(given_keys),
-        known=bool(known_profiles) or bool(carried),
-        edges=frozenset(pairs),
-        component_members=frozenset(_component_members(storage, profiles)),
+    counted = paired.group_by(["key_type", "key"], use_threads=False).aggregate(
+        [("login", "count_distinct")]
     )
+    return _pairs(counted.filter(pc.greater_equal(counted["login_count_distinct"], 2)))
 
 
-def _own_alternates(
-    keys: pa.Table, alternates: set[tuple[str, str]], logins: set[str]
-) -> set[tuple[str, str]]:
-    """The alternate ids no other account carried: every profile carrying one has no login,
-    or only the person's logins."""
-    if not alternates:
-        return set()
-    carriers: dict[tuple[str, str], set[str]] = {}
-    for row in _rows(keys, "key", {k for _, k in alternates}):
-        pair = (row["key_type"], row["key"])
-        if pair in alternates:
-            carriers.setdefault(pair, set()).add(row["profile"])
-    logins_of: dict[str, set[str]] = {}
-    for row in _rows(keys, "profile", set().union(*carriers.values())):
-        if row["key_type"] == MEMBER_ID:
-            logins_of.setdefault(row["profile"], set()).add(row["key"])
-    return {
-        pair
-        for pair, profiles in carriers.items()
-        if all(logins_of.get(p, set()) <= logins for p in profiles)
-    }
+class IdentityGraph:
+    """The identity areas of the lake, read once, as the components trust them.
+
+    ``resolve`` can then be called for any number of requests (the erasure step resolves each
+    pending request; a test resolves every device of a lake) without reading the lake again.
+    """
+
+    def __init__(
+        self,
+        keys: pa.Table,
+        edges: pa.Table,
+        quarantine: pa.Table,
+        id_types: dict[str, str],
+        assignment: pa.Table | None,
+    ) -> None:
+        self._quarantined = _pairs(quarantine)
+        self._keys = _distinct(keys)
+        self._clean_keys = _clean(self._keys, quarantine)
+        self._all_edges = edges
+        self._bridging = _bridging_alternates(self._clean_keys)
+        trusted = _clean(edges, quarantine)
+        followed = [
+            kind == MEMBER_ID or (kind, key) not in self._bridging
+            for kind, key in zip(
+                trusted["key_type"].to_pylist(), trusted["key"].to_pylist(), strict=True
+            )
+        ]
+        self._links = trusted.filter(pa.array(followed, pa.bool_())).select(
+            ["profile_a", "profile_b"]
+        )
+        self._id_types = id_types
+        self._assignment = assignment
+
+    @classmethod
+    def load(
+        cls, storage: LakeStorage, threshold: float = DEFAULT_WEIGHT_THRESHOLD
+    ) -> IdentityGraph:
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
+        keys = read_area(storage, IDENTITY_KEYS, ["key_type", "key", "profile"])
+        edges = read_area(
+            storage, IDENTITY_EDGES, ["profile_a", "profile_b", "key_type", "key", "weight"]
+        )
+        if edges.num_rows:
+            edges = edges.filter(pc.greater_equal(edges["weight"], threshold))
+        edges = edges.select(["profile_a", "profile_b", "key_type", "key"])
+        quarantine = _distinct(read_area(storage, IDENTITY_QUARANTINE, ["key_type", "key"]))
+        profiles = read_area(storage, IDENTITY_PROFILES, ["profile", "id_type"])
+        id_types = dict(
+            zip(profiles["profile"].to_pylist(), profiles["id_type"].to_pylist(), strict=True)
+        )
+        latest = latest_assignment_dir(storage)
+        assignment = read_area(storage, latest, ["profile", "master"]) if latest else None
+        return cls(keys, edges, quarantine, id_types, assignment)
+
+    # -- the ids given ---------------------------------------------------------------------
+
+    def _profile_spellings(self, value: str) -> set[str]:
+        """The lake's spelling of a given device id: an IDFA is stored upper-case and a GAID
+        lower-case, whatever the requester typed; a cookie as it is."""
+        found = {value} if value in self._id_types else set()
+        for kind in USER_ID_CASE:
+            spelled = normalize_id(kind, value)
+            if self._id_types.get(spelled) == kind:
+                found.add(spelled)
+        return found or {value}
+
+    def _seeds(self, given: list[GivenId]) -> tuple[set[str], set[Key], set[str]]:
+        """(profiles to start from, keys named, extra spellings to suppress)."""
+        profiles: set[str] = set()
+        given_keys: set[Key] = set()
+        spellings: set[str] = set()
+        for item in given:
+            if item.key_type == PROFILE_ID:
+                profiles |= self._profile_spellings(item.id)
+                spellings.add(item.id)
+                if _UUID.match(item.id) and item.id not in self._id_types:
+                    # Unknown yet: an IDFA or a GAID arrives in one of two spellings.
+                    spellings |= {item.id.upper(), item.id.lower()}
+                continue
+            key = (item.key_type, normalize_id(item.key_type, item.id))
+            if key in self._quarantined or not key[1].strip():
+                carriers = _in(self._keys, "key", {key[1]})
+                count = len(
+                    set(
+                        carriers.filter(pc.equal(carriers["key_type"], key[0]))[
+                            "profile"
+                        ].to_pylist()
+                    )
+                )
+                raise ErasureRefused(
+                    f"ids: {key[0]} {key[1]!r} is quarantined by the identity graph (a "
+                    f"placeholder or a key shared by {count} profiles): it identifies no one "
+                    "person; name the person's device or cookie ids instead"
+                )
+            given_keys.add(key)
+        carriers = _in(self._clean_keys, "key", {key for _, key in given_keys})
+        for kind, key, profile in zip(
+            carriers["key_type"].to_pylist(),
+            carriers["key"].to_pylist(),
+            carriers["profile"].to_pylist(),
+            strict=True,
+        ):
+            if (kind, key) in given_keys:
+                profiles.add(profile)
+        return profiles, given_keys, spellings
+
+    # -- the walk ----------------------------------------------------------------------------
+
+    def _walk(self, profiles: set[str]) -> set[str]:
+        """Every profile the followed links reach from ``profiles``."""
+        while True:
+            person = _strings(profiles)
+            touching = self._links.filter(
+                pc.or_(
+                    pc.is_in(self._links["profile_a"], person),
+                    pc.is_in(self._links["profile_b"], person),
+                )
+            )
+            reached = profiles | set(touching["profile_a"].to_pylist())
+            reached |= set(touching["profile_b"].to_pylist())
+            if reached == profiles:
+                return profiles
+            profiles = reached
+
+    def resolve(self, given: list[GivenId], max_profiles: int = DEFAULT_MAX_PROFILES) -> Person:
+        """The person of ``given`` (see the module docstring); ``ErasureRefused`` when a given
+        key is quarantined or the person has more than ``max_profiles`` profiles."""
+        seeds, given_keys, spellings = self._seeds(given)
+        profiles = self._walk(seeds)
+        if len(profiles) > max_profiles:
+            raise ErasureRefused(
+                f"ids: resolve to {len(profiles)} profiles through the identity graph, more "
+                f"than the bound of {max_profiles} (--max-profiles, max_profiles, "
+                "PROFILES_ERASURE_MAX_PROFILES); nothing was recorded. Check the ids, or raise "
+                "the bound for this request if that many profiles really are one person"
+            )
+        held = _in(self._keys, "profile", profiles)
+        carried = _pairs(held)
+        clean = _pairs(_in(self._clean_keys, "profile", profiles))
+        for profile in profiles:
+            if case_of(self._id_types.get(profile, "")) is not None:
+                spellings |= {profile.upper(), profile.lower()}
+        person = _strings(profiles)
+        touching = self._all_edges.filter(
+            pc.or_(
+                pc.is_in(self._all_edges["profile_a"], person),
+                pc.is_in(self._all_edges["profile_b"], person),
+            )
+        )
+        keys = clean | given_keys
+        own = {pair for pair in clean if pair[0] != MEMBER_ID and pair not in self._bridging}
+        return Person(
+            profiles=frozenset(profiles),
+            keys=frozenset(keys),
+            logins=frozenset(key for kind, key in keys if kind == MEMBER_ID),
+            own_alternates=frozenset(own - given_keys),
+            given_keys=frozenset(given_keys),
+            known=bool(profiles & self._id_types.keys()) or bool(carried),
+            edges=frozenset(_pairs(touching, "profile_a", "profile_b")),
+            component_members=frozenset(self._component_members(profiles)),
+            spellings=frozenset(spellings - profiles),
+            quarantined=frozenset(p for p in carried if p in self._quarantined),
+        )
+
+    def _component_members(self, profiles: set[str]) -> set[str]:
+        """The other members of the latest components that hold one of ``profiles``."""
+        if self._assignment is None or not profiles:
+            return set()
+        mine = _in(self._assignment, "profile", profiles)
+        members = _in(self._assignment, "master", set(mine["master"].to_pylist()))
+        return set(members["profile"].to_pylist()) - profiles
 
 
-def _component_members(storage: LakeStorage, profiles: set[str]) -> set[str]:
-    """The other members of the latest components that hold one of ``profiles``."""
-    latest = latest_assignment_dir(storage)
-    if latest is None or not profiles:
-        return set()
-    assignment = read_area(storage, latest, ["profile", "master"])
-    mine = assignment.filter(pc.is_in(assignment["profile"], _strings(profiles)))
-    masters = _strings(_values(mine, "master"))
-    members = assignment.filter(pc.is_in(assignment["master"], masters))
-    return _values(members, "profile") - profiles
+def resolve(
+    storage: LakeStorage,
+    given: list[GivenId],
+    max_profiles: int = DEFAULT_MAX_PROFILES,
+    threshold: float = DEFAULT_WEIGHT_THRESHOLD,
+) -> Person:
+    """The person of ``given`` over the lake's identity areas as they are now."""
+    return IdentityGraph.load(storage, threshold).resolve(given, max_profiles)
