@@ -41,6 +41,7 @@ from profile_store.cli_conventions import (
     shorten_usage,
 )
 from profile_store.erasure.http_api import ErasureDesk
+from profile_store.erasure.requests import max_profiles_from_env
 from profile_store.hbase_client import hbase_pool, sketch_table_opener, table_opener
 from profile_store.http_conventions import body_timeout_s
 from profile_store.profiles.reads import ProfileReader, key_types_from_env
@@ -100,6 +101,7 @@ def run_serve(args: argparse.Namespace) -> int:
         settings = settings_from_args(args)
         lake = LakeResource.from_env(root=args.lake)
         key_types = key_types_from_env()
+        erasure_bound = max_profiles_from_env()  # a bad PROFILES_ERASURE_MAX_PROFILES: exit 2
         body_timeout_s()  # a bad PROFILES_HTTP_BODY_TIMEOUT_SECONDS stops the start, not a request
     except TenantConfigError as exc:
         print(f"error: tenants: {exc}", file=sys.stderr)
@@ -122,7 +124,9 @@ def run_serve(args: argparse.Namespace) -> int:
                 tenants,
                 ProfileReader(table_opener(pool, PROFILE_TABLE), key_types),
                 SavedAudiences(table_opener(pool, AUDIENCE_TABLE)),
-                ErasureDesk(lake.storage(), table_opener(pool, PROFILE_TABLE), key_types),
+                ErasureDesk(
+                    lake.storage(), table_opener(pool, PROFILE_TABLE), key_types, erasure_bound
+                ),
             )
             logger.info("service: %d tenants, HBase: %s", len(tenants), settings.describe())
             server = uvicorn.Server(

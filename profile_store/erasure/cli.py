@@ -1,18 +1,21 @@
 """``profiles forget``: record an erasure request and take the person out of HBase at once.
 
 ```
-profiles forget ID [ID ...] [--key-type member_id] [--lake ROOT] [--json]
+profiles forget ID [ID ...] [--key-type member_id] [--max-profiles N] [--lake ROOT] [--json]
 ```
 
 Prints the request id and what was deleted at once (counts only). The erasure step of the
 daily schedule (or ``dagster asset materialize --select erasure``) does the rest. Exit codes as
-every command: 0 recorded; 1 HBase or the lake unusable; 2 bad input.
+every command: 0 recorded; 1 HBase or the lake unusable (nothing recorded); 2 bad input, or a
+refused resolution (a quarantined key, more profiles than the bound; nothing recorded).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+
+import pyarrow as pa
 
 from profile_store.cli_conventions import (
     EXIT_FAILURE,
@@ -30,7 +33,15 @@ from profile_store.cli_conventions import (
     shorten_usage,
 )
 from profile_store.erasure.forget import ForgetResult, forget
-from profile_store.erasure.requests import PROFILE_ID, ErasureRequestError, given_ids
+from profile_store.erasure.requests import (
+    MAX_PROFILES_ENV,
+    PROFILE_ID,
+    ErasureRefused,
+    ErasureRequestError,
+    checked_max_profiles,
+    given_ids,
+    max_profiles_from_env,
+)
 from profile_store.hbase_client import hbase_pool, table_opener
 from profile_store.profiles.reads import key_types_from_env
 from profile_store.profiles.table import PROFILE_TABLE
@@ -51,6 +62,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         default=PROFILE_ID,
         help=f"what the ids are: {PROFILE_ID} (a device or cookie id, the default), member_id "
         "(a login) or email_sha256 (a hashed email), or another configured alternate id type",
+    )
+    parser.add_argument(
+        "--max-profiles",
+        metavar="N",
+        help="refuse a person the identity graph resolves to more than N profiles (default: "
+        f"{MAX_PROFILES_ENV}, else 100); raise it for one request after checking its ids",
     )
     parser.add_argument(
         "--lake",
@@ -80,11 +97,17 @@ def run_forget(args: argparse.Namespace) -> int:
     settings = None
     try:
         given = given_ids(args.ids, args.key_type, key_types_from_env())
+        if args.max_profiles is None:
+            bound = max_profiles_from_env()
+        else:
+            bound = checked_max_profiles(args.max_profiles, "--max-profiles")
         settings = settings_from_args(args)
         require_table_store(settings, PROFILE_TABLE)
         lake = LakeResource.from_env(root=args.lake)
         with hbase_pool(settings) as pool:
-            result = forget(lake.storage(), table_opener(pool, PROFILE_TABLE), given)
+            result = forget(lake.storage(), table_opener(pool, PROFILE_TABLE), given, None, bound)
+    except ErasureRefused as exc:
+        return fail(args, EXIT_INPUT, "erasure_refused", str(exc))
     except ErasureRequestError as exc:
         return fail(args, EXIT_INPUT, "invalid_request", str(exc))
     except MissingTable as exc:
@@ -100,6 +123,8 @@ def run_forget(args: argparse.Namespace) -> int:
         return fail(args, EXIT_FAILURE, "hbase_unavailable", f"HBase: {exc}")
     except OSError as exc:
         return fail(args, EXIT_FAILURE, "lake_unavailable", f"lake: {exc}")
+    except pa.ArrowException as exc:
+        return fail(args, EXIT_FAILURE, "lake_unreadable", f"lake: identity areas: {exc}")
     if args.as_json:
         body = {
             "request_id": result.request.request_id,

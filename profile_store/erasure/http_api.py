@@ -6,7 +6,9 @@ GET  /v1/admin/erasure-requests/{id}      pending (what went at once) | complete
 ```
 
 Only an admin key (``admin_api_keys`` in the tenants file) may call them: a tenant's key gets
-403. A request takes effect as ``profiles forget`` does (``forget.py``).
+403. A request takes effect as ``profiles forget`` does (``forget.py``); a resolution the
+identity graph refuses (a quarantined key, more profiles than the bound) is 422, and nothing is
+recorded. Every error is the service's JSON error body.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Annotated, Any
 
+import pyarrow as pa
 from fastapi import APIRouter, Depends
 from fastapi import Path as UrlPath
 from pydantic import BaseModel, Field
@@ -24,8 +27,10 @@ from pydantic import BaseModel, Field
 from profile_store.erasure.forget import forget
 from profile_store.erasure.report import load_report
 from profile_store.erasure.requests import (
+    DEFAULT_MAX_PROFILES,
     PROFILE_ID,
     REQUESTS,
+    ErasureRefused,
     ErasureRequest,
     ErasureRequestError,
     given_ids,
@@ -40,11 +45,13 @@ _REQUEST_ID = re.compile(r"^er-\d{8}T\d{6}-[0-9a-f]{8}$")
 
 @dataclass(frozen=True)
 class ErasureDesk:
-    """What the endpoints need: the lake, the ``profiles`` table, the bridging key types."""
+    """What the endpoints need: the lake, the ``profiles`` table, the bridging key types, and
+    the default bound on the person's profiles."""
 
     storage: LakeStorage
     open_profiles_table: Callable[[], AbstractContextManager]
     key_types: tuple[str, ...]
+    max_profiles: int = DEFAULT_MAX_PROFILES
 
 
 class ErasureRequestBody(BaseModel):
@@ -53,6 +60,12 @@ class ErasureRequestBody(BaseModel):
         default=PROFILE_ID,
         description="What the ids are: profile (device or cookie ids), member_id (logins), "
         "email_sha256 or another configured alternate id type.",
+    )
+    max_profiles: int | None = Field(
+        default=None,
+        ge=1,
+        description="Refuse (422) a person the identity graph resolves to more profiles than "
+        "this (default: the service's PROFILES_ERASURE_MAX_PROFILES, else 100).",
     )
 
 
@@ -81,7 +94,14 @@ def erasure_router(desk: ErasureDesk, current_admin: Callable[..., None]) -> API
         summary="Forget a person: their HBase rows at once, the lake at the next erasure run",
         status_code=202,
         response_model=ErasureRequestResponse,
-        responses={400: error_doc("No ids, too many, an empty id or an unknown key_type.")},
+        responses={
+            400: error_doc("No ids, too many, an empty id or an unknown key_type."),
+            422: error_doc(
+                "Refused, nothing recorded: a given key is quarantined by the identity graph "
+                "(a shared login, a placeholder), or the person resolves to more profiles "
+                "than max_profiles."
+            ),
+        },
     )
     def request_erasure(body: ErasureRequestBody) -> ErasureRequestResponse:
         if len(body.ids) > MAX_IDS:
@@ -91,8 +111,14 @@ def erasure_router(desk: ErasureDesk, current_admin: Callable[..., None]) -> API
         except ErasureRequestError as exc:
             field = str(exc).split(":")[0].split("[")[0]
             raise ApiError(400, "invalid_request", str(exc), path=f"$.{field}") from None
-        with hbase_failures("an erasure request"):
-            result = forget(desk.storage, desk.open_profiles_table, given)
+        bound = body.max_profiles or desk.max_profiles
+        try:
+            with hbase_failures("an erasure request"):
+                result = forget(desk.storage, desk.open_profiles_table, given, None, bound)
+        except ErasureRefused as exc:
+            raise ApiError(422, "erasure_refused", str(exc), path="$.ids") from None
+        except pa.ArrowException as exc:
+            raise ApiError(503, "lake_unavailable", f"lake: identity areas: {exc}") from None
         return ErasureRequestResponse(
             request_id=result.request.request_id,
             status="pending",

@@ -88,9 +88,15 @@ class Suppression:
 
 
 def add_to_list(storage: LakeStorage, request_id: str, ids: Iterable[str]) -> int:
-    """Put ``ids`` on the list (as digests) for ``request_id``; returns how many digests."""
+    """Put ``ids`` on the list (as digests) for ``request_id``, in one file written at once;
+    returns how many digests."""
     salt_text = salt(storage)
     digests = sorted({digest(salt_text, value) for value in ids})
     body = {"request_id": request_id, "digests": digests}
     storage.write_bytes(f"{SUPPRESSION}/{request_id}.json", json.dumps(body, indent=1).encode())
     return len(digests)
+
+
+def remove_from_list(storage: LakeStorage, request_id: str) -> None:
+    """Take ``request_id``'s digests off the list (a request that failed while recorded)."""
+    storage.delete_tree(f"{SUPPRESSION}/{request_id}.json")

@@ -20,7 +20,6 @@ from profile_store.erasure.http_api import ERASURE_PATH, ErasureDesk
 from profile_store.erasure.report import ErasureReport, save_report
 from profile_store.erasure.requests import REQUESTS
 from profile_store.hbase_client import HBaseSettings, hbase_pool, sketch_table_opener, table_opener
-from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.lake_storage import LocalLakeStorage
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table
 
@@ -33,12 +32,6 @@ TENANTS = Tenants.from_config(
     }
 )
 ADMIN = {"X-API-Key": ADMIN_KEY}
-
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory) -> Iterator[EmbeddedGateway]:
-    with EmbeddedGateway(tmp_path_factory.mktemp("erasure-requests-hbase")) as started:
-        yield started
 
 
 @pytest.fixture
