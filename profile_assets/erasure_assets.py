@@ -59,6 +59,7 @@ def erasure(
         address=hbase.thrift_address(),
         compaction=config.settings(),
         identity_threshold=config.weight_threshold,
+        major_compaction_waits=hbase.embedded,
     )
 
     def rebuild(day: date, request_id: str) -> dict:

@@ -1,12 +1,21 @@
 """One erasure request carried out: HBase, the lake, the identity graph and the sketches.
 
 In this order: the person is resolved again (the identity areas as they are now, before their
-rows go) and their HBase rows deleted again (a compaction between the request and this step
-skips suppressed profiles, but a row written before the request by a run still going is
-caught here); the lake is rewritten (``lake_rewrite``); the others of their latest components
-get their HBase rows rewritten from the rewritten state; the days they appeared on get their
-sketches rebuilt and searched for their hashes; the report is written and the request file,
+rows go, from the ids given and the profiles the request planned, within the request's bound)
+and their HBase rows deleted again (a compaction between the request and this step skips
+suppressed profiles, but a row written before the request by a run still going is caught
+here); the lake is rewritten (``lake_rewrite``); the others of their latest components get
+their HBase rows rewritten from the rewritten state; the days they appeared on get their
+sketches rebuilt; the ``profiles`` and sketch tables are major-compacted, so that no delete
+marker, overwritten version or pending batch naming them stays in HBase's files; then the
+rebuilt sketch rows are searched for their hashes; the report is written and the request file,
 the last place holding their ids, deleted.
+
+A major compaction through Thrift is synchronous on the embedded gateway: when the report is
+written, the gateway's files hold nothing of the person. Apache HBase only queues it (its
+region servers rewrite the store files in the background): the report says ``requested``, the
+retaining search covers what reads return (the newest version; older ones are never read), and
+the old store files are gone when the compaction finishes.
 """
 
 from __future__ import annotations
@@ -25,8 +34,8 @@ from profile_store.audiences.sketch_table import SKETCH_TABLE
 from profile_store.erasure.lake_rewrite import erase_from_lake
 from profile_store.erasure.profiles_table import delete_person
 from profile_store.erasure.report import ERASED, NOTHING_FOUND, ErasureReport, save_report
-from profile_store.erasure.requests import ErasureRequest
-from profile_store.erasure.resolution import resolve
+from profile_store.erasure.requests import ErasureRequest, GivenId
+from profile_store.erasure.resolution import DEFAULT_WEIGHT_THRESHOLD, resolve
 from profile_store.erasure.sketch_retention import id_hashes, retention
 from profile_store.hbase_client import ThriftAddress
 from profile_store.lake_layout import PROFILE_SEGMENTS
@@ -41,7 +50,8 @@ class ErasureTargets:
     connect: Callable[[], AbstractContextManager]
     address: ThriftAddress
     compaction: CompactionSettings
-    identity_threshold: float = 0.9
+    identity_threshold: float = DEFAULT_WEIGHT_THRESHOLD
+    major_compaction_waits: bool = True  # the embedded gateway's; Apache HBase only queues it
 
 
 def latest_state_day(storage: LakeStorage) -> date | None:
@@ -62,7 +72,10 @@ def carry_out(
 ) -> ErasureReport:
     """Erase the request's person everywhere; ``rebuild_sketches(day)`` rebuilds one day."""
     started = time.monotonic()
-    person = resolve(storage, list(request.ids))
+    planned = [GivenId(profile) for profile in request.plan.get("profiles", [])]
+    person = resolve(
+        storage, [*request.ids, *planned], request.max_profiles, targets.identity_threshold
+    )
     with targets.connect() as connection:
         deleted = delete_person(connection.table(targets.compaction.table_name), person)
     lake = erase_from_lake(spark, storage, person, targets.identity_threshold)
@@ -83,6 +96,13 @@ def carry_out(
     sketch_days = [day for day in lake.event_days if storage.exists(pairs_manifest(day))]
     for day in sketch_days:
         rebuild_sketches(day)
+    compacted = [targets.compaction.table_name, SKETCH_TABLE]
+    with targets.connect() as connection:
+        existing = {name.decode() for name in connection.tables()}
+        compacted = [name for name in compacted if name in existing]
+        for name in compacted:
+            connection.compact_table(name, major=True)
+    for day in sketch_days:
         with targets.connect() as connection:
             found = retention(connection.table(SKETCH_TABLE), storage, day, hashes)
         checked += found.rows_checked
@@ -106,6 +126,10 @@ def carry_out(
         sketch_days_rebuilt=[d.isoformat() for d in sketch_days],
         sketch_rows_checked=checked,
         sketch_rows_retaining=retaining,
+        hbase_major_compaction={
+            "tables": compacted,
+            "state": "completed" if targets.major_compaction_waits else "requested",
+        },
         seconds=round(time.monotonic() - started, 1),
     )
     save_report(storage, report)

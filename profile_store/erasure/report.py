@@ -36,7 +36,10 @@ class ErasureReport:
     hbase_rows_rewritten: int = 0
     sketch_days_rebuilt: list[str] = field(default_factory=list)
     sketch_rows_checked: int = 0
-    sketch_rows_retaining: int = 0
+    sketch_rows_retaining: int = 0  # searched after the major compaction
+    # The tables major-compacted after the rebuild; "completed" (the embedded gateway: its
+    # files hold nothing of the person) or "requested" (Apache HBase compacts in the background)
+    hbase_major_compaction: dict = field(default_factory=dict)
     seconds: float = 0.0
 
     @property

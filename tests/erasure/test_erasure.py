@@ -97,6 +97,15 @@ def _hbase_mentions(connection, texts: list[str]) -> list[str]:
     return hits
 
 
+def _gateway_files_holding(data_dir: Path, needles: list[bytes]) -> list[str]:
+    """Every file of the gateway's data directory whose bytes contain one of ``needles``."""
+    return sorted(
+        path.name
+        for path in data_dir.iterdir()
+        if path.is_file() and any(needle in path.read_bytes() for needle in needles)
+    )
+
+
 def _lake_mentions(root: Path, texts: list[str]) -> list[str]:
     """Every lake file whose content (Parquet decoded, gzip inflated) contains one of them."""
     hits = []
@@ -124,7 +133,10 @@ def erased(spark, tmp_path_factory):
     for day in DAYS:
         plant(root, day, first_day=day == D1)
     storage = LocalLakeStorage(root)
-    hbase = HBaseResource(data_dir=str(tmp_path_factory.mktemp("erasure_hbase")))
+    hbase_dir = tmp_path_factory.mktemp("erasure_hbase")
+    hbase = HBaseResource(data_dir=str(hbase_dir))
+    # The ids, the login, and the 64-bit hashes a sketch keeps of the ids.
+    needles = [t.encode() for t in FORGOTTEN_TEXTS] + sorted(id_hashes(P_IDS))
     resources = {
         "spark": spark_resource_from_env({"SPARK_SHUFFLE_PARTITIONS": "2"}),
         "lake": LakeResource(root=str(root)),
@@ -159,7 +171,9 @@ def erased(spark, tmp_path_factory):
             request_file = json.loads(
                 (root / REQUESTS / f"{request.request.request_id}.json").read_text()
             )
+        gateway_files_before = _gateway_files_holding(hbase_dir, needles)
         step = _run([erasure], resources, instance)
+        gateway_files_after = _gateway_files_holding(hbase_dir, needles)
         with hbase.connection() as connection:
             sketches = connection.table(SKETCH_TABLE)
             after = SimpleNamespace(
@@ -179,6 +193,7 @@ def erased(spark, tmp_path_factory):
         later_day = _run(list(daily_assets), resources, instance, LATER_DAY)
         with hbase.connection() as connection:
             later_day_mentions = _hbase_mentions(connection, FORGOTTEN_TEXTS)
+        later_day_gateway_files = _gateway_files_holding(hbase_dir, needles)
         nobody = forget(
             storage, table_opener(hbase.pool(), PROFILE_TABLE), [GivenId("never-seen-id")]
         )
@@ -192,6 +207,9 @@ def erased(spark, tmp_path_factory):
             request_file=request_file,
             immediate=immediate,
             step=step,
+            gateway_files_before=gateway_files_before,
+            gateway_files_after=gateway_files_after,
+            later_day_gateway_files=later_day_gateway_files,
             after=after,
             later_day=later_day,
             later_day_mentions=later_day_mentions,
@@ -241,7 +259,8 @@ def test_the_suppression_list_holds_digests_not_ids(erased):
     text = "".join(path.read_text() for path in listed)
     assert listed and not any(t in text for t in FORGOTTEN_TEXTS)
     mine = erased.root / "erasure" / "suppression" / f"{erased.request.request.request_id}.json"
-    assert len(json.loads(mine.read_text())["digests"]) == 3  # two profiles, one login
+    # two profiles, the IDFA's other spelling (ingest may meet either), one login
+    assert len(json.loads(mine.read_text())["digests"]) == 4
 
 
 def test_the_request_is_kept_in_the_lake_until_the_erasure_step(erased):
@@ -256,6 +275,14 @@ def test_one_erasure_run_leaves_no_trace_in_any_lake_file(erased):
 
 def test_one_erasure_run_leaves_no_trace_in_any_hbase_table(erased):
     assert erased.after.hbase_mentions == []
+
+
+def test_once_the_run_reports_done_no_gateway_file_holds_an_id_the_login_or_a_hash(erased):
+    # Before the run the files held them (delete markers, old sketch versions, the pending
+    # log): the search is not vacuous.
+    assert erased.gateway_files_before
+    assert erased.gateway_files_after == []
+    assert erased.later_day_gateway_files == []
 
 
 def test_the_components_the_person_bridged_split_with_the_oldest_as_master(erased):
@@ -291,6 +318,10 @@ def test_the_report_says_what_was_removed_without_personal_data(erased):
     assert report["profiles_resolved"] == 2
     assert report["sketch_days_rebuilt"] == [day.isoformat() for day in DAYS]
     assert report["sketch_rows_checked"] > 0 and report["sketch_rows_retaining"] == 0
+    assert report["hbase_major_compaction"] == {
+        "tables": ["profiles", "sketches"],
+        "state": "completed",
+    }
     assert report["rows_removed"]["events"] == len(DAYS) * 4  # 2 events of each P id a day
     assert report["rows_removed"]["quarantine"] == len(DAYS)  # P's bad line of each day
     assert report["rows_removed"]["landing"] == len(DAYS) * 5
