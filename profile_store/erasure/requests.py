@@ -111,6 +111,12 @@ def given_ids(ids: list[str], key_type: str | None, key_types: tuple[str, ...]) 
             raise ErasureRequestError(f"ids[{i}]: must be a non-empty string")
         if len(value) > 1024:
             raise ErasureRequestError(f"ids[{i}]: longer than 1024 characters")
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ErasureRequestError(
+                f"ids[{i}]: not valid text (an unpaired surrogate, or bytes that are not UTF-8)"
+            ) from None
     if kind != PROFILE_ID:
         ids = [normalize_id(kind, value) for value in ids]
     return [GivenId(value, kind) for value in dict.fromkeys(ids)]

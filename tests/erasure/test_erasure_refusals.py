@@ -224,3 +224,28 @@ def test_the_admin_api_forgets_exactly_the_person(served, gateway, prefix):
     assert answer.status_code == 202
     assert answer.json()["immediate"]["profiles_resolved"] == 2
     assert devices_left(gateway, prefix) == set(OTHERS)
+
+
+def test_an_id_that_is_not_valid_text_is_refused_as_input(served, lake):
+    answer = httpx.post(
+        f"{served}/v1/admin/erasure-requests",
+        content=b'{"ids": ["\\ud800"]}',
+        headers={"X-API-Key": ADMIN_KEY, "Content-Type": "application/json"},
+        timeout=60,
+    )
+    assert answer.status_code == 400
+    assert answer.headers["content-type"] == "application/json"
+    assert answer.json()["message"].startswith("ids[0]: not valid text")
+    assert recorded(lake) == []
+
+
+def test_an_argument_that_is_not_utf8_exits_2_in_json(gateway, prefix, lake):
+    command = [sys.executable, "-m", "profile_store.cli", "forget", b"\xff-cookie", "--json"]
+    done = subprocess.run(
+        [*command, "--lake", str(lake), *hbase_flags(gateway, prefix)],
+        capture_output=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert json.loads(done.stderr)["message"].startswith("ids[0]: not valid text")
+    assert b"Traceback" not in done.stderr and recorded(lake) == []
