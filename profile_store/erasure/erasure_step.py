@@ -34,7 +34,7 @@ from profile_store.audiences.sketch_table import SKETCH_TABLE
 from profile_store.erasure.lake_rewrite import erase_from_lake
 from profile_store.erasure.profiles_table import delete_person
 from profile_store.erasure.report import ERASED, NOTHING_FOUND, ErasureReport, save_report
-from profile_store.erasure.requests import ErasureRequest, GivenId
+from profile_store.erasure.requests import ErasureRefused, ErasureRequest, GivenId
 from profile_store.erasure.resolution import DEFAULT_WEIGHT_THRESHOLD, resolve
 from profile_store.erasure.sketch_retention import id_hashes, retention
 from profile_store.hbase_client import ThriftAddress
@@ -73,9 +73,12 @@ def carry_out(
     """Erase the request's person everywhere; ``rebuild_sketches(day)`` rebuilds one day."""
     started = time.monotonic()
     planned = [GivenId(profile) for profile in request.plan.get("profiles", [])]
-    person = resolve(
-        storage, [*request.ids, *planned], request.max_profiles, targets.identity_threshold
-    )
+    try:
+        person = resolve(
+            storage, [*request.ids, *planned], request.max_profiles, targets.identity_threshold
+        )
+    except ErasureRefused as exc:  # the graph grew since: the request stays pending
+        raise ErasureRefused(f"erasure request {request.request_id}: {exc}") from None
     with targets.connect() as connection:
         deleted = delete_person(connection.table(targets.compaction.table_name), person)
     lake = erase_from_lake(spark, storage, person, targets.identity_threshold)

@@ -275,8 +275,8 @@ class IdentityGraph:
             raise ErasureRefused(
                 f"ids: resolve to {len(profiles)} profiles through the identity graph, more "
                 f"than the bound of {max_profiles} (--max-profiles, max_profiles, "
-                "PROFILES_ERASURE_MAX_PROFILES); nothing was recorded. Check the ids, or raise "
-                "the bound for this request if that many profiles really are one person"
+                "PROFILES_ERASURE_MAX_PROFILES). Check the ids, or raise the bound for this "
+                "request if that many profiles really are one person"
             )
         held = _in(self._keys, "profile", profiles)
         carried = _pairs(held)

@@ -21,7 +21,15 @@ import pytest
 from identity_areas import lake_with_keys
 
 from profile_store.cli import main
-from profile_store.erasure.requests import REQUESTS
+from profile_store.erasure.erasure_step import ErasureTargets, carry_out
+from profile_store.erasure.requests import (
+    REQUESTS,
+    ErasureRefused,
+    GivenId,
+    new_request,
+    pending_requests,
+    save_request,
+)
 from profile_store.erasure.suppression import SUPPRESSION, Suppression
 from profile_store.lake_storage import LocalLakeStorage
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table, profile_key
@@ -249,3 +257,13 @@ def test_an_argument_that_is_not_utf8_exits_2_in_json(gateway, prefix, lake):
     assert done.returncode == 2, done.stderr
     assert json.loads(done.stderr)["message"].startswith("ids[0]: not valid text")
     assert b"Traceback" not in done.stderr and recorded(lake) == []
+
+
+def test_a_pending_request_whose_person_grew_beyond_its_bound_fails_the_step_naming_it(lake):
+    storage = LocalLakeStorage(lake)
+    request = new_request([GivenId("ann-cookie")], max_profiles=1)
+    save_request(storage, request)
+    targets = ErasureTargets(connect=None, address=None, compaction=None)
+    with pytest.raises(ErasureRefused, match=f"erasure request {request.request_id}: ids: resolve"):
+        carry_out(None, storage, targets, request, lambda day: {})
+    assert pending_requests(storage) == [request]
