@@ -40,7 +40,7 @@ from profile_store.erasure.requests import (
 )
 from profile_store.events.id_case import USER_ID_CASE, case_of, normalize_id
 from profile_store.identity.pipeline import latest_assignment_dir
-from profile_store.identity.rules import FUZZY_IP_UA, MEMBER_ID
+from profile_store.identity.rules import DEFAULT_BLOCKLIST, FUZZY_IP_UA, MEMBER_ID
 from profile_store.lake_layout import (
     IDENTITY_EDGES,
     IDENTITY_KEYS,
@@ -126,6 +126,21 @@ def _clean(table: pa.Table, quarantine: pa.Table) -> pa.Table:
     if quarantine.num_rows == 0:
         return addressable
     return addressable.join(quarantine, ["key_type", "key"], join_type="left anti")
+
+
+def _carriers(keys: pa.Table, wanted: set[Key]) -> dict[Key, set[str]]:
+    """The profiles that carried each of ``wanted`` (only keys some profile carried)."""
+    rows = _in(keys, "key", {key for _, key in wanted})
+    found: dict[Key, set[str]] = {}
+    for kind, key, profile in zip(
+        rows["key_type"].to_pylist(),
+        rows["key"].to_pylist(),
+        rows["profile"].to_pylist(),
+        strict=True,
+    ):
+        if (kind, key) in wanted:
+            found.setdefault((kind, key), set()).add(profile)
+    return found
 
 
 def _bridging_alternates(clean_keys: pa.Table) -> set[Key]:
@@ -222,30 +237,16 @@ class IdentityGraph:
                     spellings |= {item.id.upper(), item.id.lower()}
                 continue
             key = (item.key_type, normalize_id(item.key_type, item.id))
-            if key in self._quarantined or not key[1].strip():
-                carriers = _in(self._keys, "key", {key[1]})
-                count = len(
-                    set(
-                        carriers.filter(pc.equal(carriers["key_type"], key[0]))[
-                            "profile"
-                        ].to_pylist()
-                    )
-                )
+            if key in self._quarantined or key[1].strip().lower() in DEFAULT_BLOCKLIST:
+                count = len(_carriers(self._keys, {key}).get(key, ()))
                 raise ErasureRefused(
                     f"ids: {key[0]} {key[1]!r} is quarantined by the identity graph (a "
                     f"placeholder or a key shared by {count} profiles): it identifies no one "
                     "person; name the person's device or cookie ids instead"
                 )
             given_keys.add(key)
-        carriers = _in(self._clean_keys, "key", {key for _, key in given_keys})
-        for kind, key, profile in zip(
-            carriers["key_type"].to_pylist(),
-            carriers["key"].to_pylist(),
-            carriers["profile"].to_pylist(),
-            strict=True,
-        ):
-            if (kind, key) in given_keys:
-                profiles.add(profile)
+        for carriers in _carriers(self._clean_keys, given_keys).values():
+            profiles |= carriers
         return profiles, given_keys, spellings
 
     # -- the walk ----------------------------------------------------------------------------

@@ -75,6 +75,13 @@ def test_a_given_quarantined_login_is_refused(tmp_path):
         resolve(lake, [GivenId("guest", "member_id")])
 
 
+def test_a_given_placeholder_login_is_refused_even_before_the_graph_saw_it(tmp_path):
+    # Suppressing "null" would drop every anonymous event that carries the placeholder.
+    lake = lake_with_keys(tmp_path, [("member_id", "m1", "d1")])
+    with pytest.raises(ErasureRefused, match="ids: member_id 'NULL' is quarantined"):
+        resolve(lake, [GivenId("NULL", "member_id")])
+
+
 def test_a_person_beyond_the_bound_is_refused(tmp_path):
     rows = [("member_id", "m1", f"d{i}") for i in range(4)]
     lake = lake_with_keys(tmp_path, rows)
