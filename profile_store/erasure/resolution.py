@@ -170,12 +170,19 @@ class IdentityGraph:
         quarantine: pa.Table,
         id_types: dict[str, str],
         assignment: pa.Table | None,
+        threshold: float = DEFAULT_WEIGHT_THRESHOLD,
     ) -> None:
+        """``edges``: every edge (its HBase rows are deleted whatever its weight); only those
+        of ``threshold`` or more are followed, as the components use only those."""
+        if not 0.0 < threshold <= 1.0:
+            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         self._quarantined = _pairs(quarantine)
         self._keys = _distinct(keys)
         self._clean_keys = _clean(self._keys, quarantine)
-        self._all_edges = edges
+        self._all_edges = edges.select(["profile_a", "profile_b"])
         self._bridging = _bridging_alternates(self._clean_keys)
+        if edges.num_rows:
+            edges = edges.filter(pc.greater_equal(edges["weight"], threshold))
         trusted = _clean(edges, quarantine)
         followed = [
             kind == MEMBER_ID or (kind, key) not in self._bridging
@@ -193,15 +200,10 @@ class IdentityGraph:
     def load(
         cls, storage: LakeStorage, threshold: float = DEFAULT_WEIGHT_THRESHOLD
     ) -> IdentityGraph:
-        if not 0.0 < threshold <= 1.0:
-            raise ValueError(f"threshold must be in (0, 1], got {threshold}")
         keys = read_area(storage, IDENTITY_KEYS, ["key_type", "key", "profile"])
         edges = read_area(
             storage, IDENTITY_EDGES, ["profile_a", "profile_b", "key_type", "key", "weight"]
         )
-        if edges.num_rows:
-            edges = edges.filter(pc.greater_equal(edges["weight"], threshold))
-        edges = edges.select(["profile_a", "profile_b", "key_type", "key"])
         quarantine = _distinct(read_area(storage, IDENTITY_QUARANTINE, ["key_type", "key"]))
         profiles = read_area(storage, IDENTITY_PROFILES, ["profile", "id_type"])
         id_types = dict(
@@ -209,7 +211,7 @@ class IdentityGraph:
         )
         latest = latest_assignment_dir(storage)
         assignment = read_area(storage, latest, ["profile", "master"]) if latest else None
-        return cls(keys, edges, quarantine, id_types, assignment)
+        return cls(keys, edges, quarantine, id_types, assignment, threshold)
 
     # -- the ids given ---------------------------------------------------------------------
 

@@ -58,9 +58,11 @@ def test_an_empty_login_is_never_a_key_of_the_person(tmp_path):
     assert "" not in person.suppressed_ids
 
 
-def test_an_edge_below_the_components_threshold_is_not_followed(tmp_path):
+def test_an_edge_below_the_components_threshold_is_not_followed_but_its_row_goes(tmp_path):
     rows = [("ip24_user_agent", "10.0.0|ua|0", "d1"), ("ip24_user_agent", "10.0.0|ua|0", "x1")]
-    assert resolve(lake_with_keys(tmp_path, rows), [GivenId("d1")]).profiles == {"d1"}
+    person = resolve(lake_with_keys(tmp_path, rows), [GivenId("d1")])
+    assert person.profiles == {"d1"}
+    assert person.edges == {("d1", "x1")}  # the edge row naming them is deleted all the same
 
 
 def test_a_given_login_brings_every_profile_that_carried_it(tmp_path):
