@@ -30,7 +30,7 @@ import sqlite3
 import struct
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby
 from multiprocessing.sharedctypes import RawValue
 from operator import itemgetter
@@ -192,7 +192,10 @@ class Store:
         busy_timeout_ms: int = 60_000,
         catalog_signal: CatalogSignal | None = None,
         deferred_batch_mutations: int = DEFERRED_BATCH_MUTATIONS,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
+        """``clock``: the server clock (ms) that writes without a timestamp are stamped with;
+        the tests fix it to put writes in one millisecond."""
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.data_dir / DB_FILE
@@ -206,6 +209,8 @@ class Store:
         self._generation = -1
         self._closed = False
         self._deferred_batch_mutations = deferred_batch_mutations
+        self._clock = clock
+        self._server_ms = 0  # the clock as the current write transaction read it
         self._pending = PendingLog(self.data_dir, busy_timeout_ms)
         self._writer = self._connect()
         self._writer.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only effective on a new file
@@ -269,7 +274,12 @@ class Store:
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One serialized write transaction, with a catalog that is current inside it, after
-        every batch acknowledged before it (applied first, in the same transaction)."""
+        every batch acknowledged before it (applied first, in the same transaction).
+
+        The server clock is read once for it (``_server_ms``), before anything pending is
+        looked for, or else in the pending log's lock (``PendingLog.settled``): timestamps then
+        follow the order in which writes reach the cells, across processes, as in HBase.
+        """
         with self._write_lock:
             if self._closed:
                 raise GatewayIOError("IOException: the gateway store is closed")
@@ -281,6 +291,7 @@ class Store:
                 ).fetchone()
                 if generation != self._generation:
                     self._load_catalog(conn)
+                self._server_ms = self._clock()
                 applied = self._apply_pending_batches(conn) if self._pending.behind() else None
                 yield conn
             except BaseException:
@@ -301,10 +312,11 @@ class Store:
             pass
 
     def _apply_pending_batches(self, conn: sqlite3.Connection) -> int:
-        """Apply the pending batches past the store's ``applied_seq``, in order; returns the
-        new ``applied_seq``. A batch of a table deleted since went with its table."""
+        """Apply the pending batches past the store's ``applied_seq``, in order, and read the
+        server clock after them; returns the new ``applied_seq``. A batch of a table deleted
+        since went with its table."""
         (applied,) = conn.execute("SELECT value FROM meta WHERE key = 'applied_seq'").fetchone()
-        batches = self._pending.after(applied)
+        batches, self._server_ms = self._pending.settled(applied, self._clock)
         if not batches:
             return applied
         tables = {info.table_id: info for info in self._catalog.values()}
@@ -803,10 +815,8 @@ class Store:
         Without a timestamp, puts and deletes use the server clock in milliseconds; a delete
         covers every version at or before its timestamp.
         """
-        with (
-            self._write() as conn
-        ):  # server time is taken under the lock: commit order = time order
-            ts = _write_timestamp(timestamp)
+        with self._write() as conn:
+            ts = _write_timestamp(timestamp, self._server_ms)
             info = self._writable(name)
             puts, deletes = _plan_mutations(info, batches, ts)
             if deletes_first:
@@ -837,7 +847,8 @@ class Store:
         else:
             with self._write() as conn:
                 info = self._batch_table(name, batches)
-                puts, deletes, failed = _plan_batch_writes(info, batches, timestamp)
+                ts = _write_timestamp(timestamp, self._server_ms)
+                puts, deletes, failed = _plan_batch_writes(info, batches, ts)
                 self._apply_puts(conn, info, puts)
                 self._apply_deletes(conn, info, deletes)
                 self._count_written(conn, info, len(puts) + len(deletes))
@@ -858,7 +869,8 @@ class Store:
         self._refresh_catalog()
         with self._pending.appending() as append:
             info = self._batch_table(name, batches)
-            puts, deletes, failed = _plan_batch_writes(info, batches, timestamp)
+            ts = _write_timestamp(timestamp, self._clock())  # in the log's lock, see pending.py
+            puts, deletes, failed = _plan_batch_writes(info, batches, ts)
             if puts or deletes:
                 append(info.table_id, (puts, deletes))
         return failed
@@ -878,7 +890,7 @@ class Store:
     def delete_row(self, name: bytes, row: bytes, timestamp: int | None = None) -> None:
         """Delete every family of ``row`` at or before ``timestamp`` (deleteAllRow[Ts])."""
         with self._write() as conn:
-            ts = _write_timestamp(timestamp)
+            ts = _write_timestamp(timestamp, self._server_ms)
             info = self._writable(name)
             self._apply_deletes(
                 conn, info, [(row, fam, None, ts) for fam in info.family_index.values()]
@@ -888,9 +900,11 @@ class Store:
         """Atomically add to 8-byte big-endian counters; a missing counter counts as 0.
 
         ``increments`` are ``(table, row, column, amount)``; a bare family names its empty
-        qualifier, as HBase's atomicIncrement does. All are applied in one transaction.
+        qualifier, as HBase's atomicIncrement does. All are applied in one transaction, in one
+        millisecond: each writes at the later of the clock and its cell's newest version + 1.
         """
         with self._write() as conn:
+            now = self._server_ms
             results: list[int] = []
             for name, row, column, amount in increments:
                 info = self._writable(name)
@@ -898,7 +912,6 @@ class Store:
                 family, qualifier = parse_column(column)
                 fam = info.family_id(family)
                 qual = qualifier or b""
-                now = now_ms()
                 current = self._latest(conn, info, row, fam, qual, now)
                 if current is None:
                     value, ts = to_i64(amount), now
@@ -922,7 +935,7 @@ class Store:
         with self._write() as conn:
             info = self._writable(name)
             check_row_key(row)
-            now = now_ms()
+            now = self._server_ms
             written: dict[tuple[int, bytes], StoredCell] = {}
             for column, value in pairs:
                 family, qualifier = parse_column(column)
@@ -960,7 +973,7 @@ class Store:
         with self._write() as conn:
             info = self._writable(name)
             fam, put_fam = info.family_id(family), info.family_id(put_family)
-            now = now_ms()
+            now = self._server_ms
             current = self._latest(conn, info, row, fam, qualifier, now)
             if expected is None or expected == b"":
                 matches = current is None or (expected == b"" and current[1] == b"")
@@ -1104,9 +1117,10 @@ def _filters(selection: ColumnSelection | None, before_ts: int | None) -> tuple[
     return where, params
 
 
-def _write_timestamp(timestamp: int | None) -> int:
+def _write_timestamp(timestamp: int | None, now: int) -> int:
+    """A write's timestamp: its own, or the server clock ``now`` (HBase's LATEST_TIMESTAMP)."""
     if timestamp is None or timestamp == LATEST_TIMESTAMP:
-        return now_ms()
+        return now
     if timestamp < 0:
         raise GatewayIllegalArgument(
             f"IllegalArgumentException: Timestamp cannot be negative. ts={timestamp}"
@@ -1196,12 +1210,11 @@ def _plan_batch(
 
 
 def _plan_batch_writes(
-    info: TableInfo, batches: Sequence[tuple[bytes, Sequence[Mutation]]], timestamp: int | None
+    info: TableInfo, batches: Sequence[tuple[bytes, Sequence[Mutation]]], ts: int
 ) -> tuple[list[StoredCell], list[_Delete], list[str]]:
-    """``mutate_batch``'s puts and deletes, timestamped now (under the caller's lock: commit
-    order is time order), and the rows that fail: when a row's puts fail, no delete is applied.
+    """``mutate_batch``'s puts and deletes at ``ts``, and the rows that fail: when a row's puts
+    fail, no delete is applied.
     """
-    ts = _write_timestamp(timestamp)
     puts, deletes, failed, failed_deletes = _plan_batch(info, batches, ts)
     if failed:
         return puts, [], failed

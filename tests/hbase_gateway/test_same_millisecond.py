@@ -1,0 +1,332 @@
+"""Writes of one cell within one millisecond: the rules Apache HBase 2.6.1 follows, one per test.
+
+Each test fixes the server clock, so writes land in the same millisecond whatever the machine's
+speed; every test runs with batches applied by the call and with batches acknowledged from the
+pending log (``--defer-batches-from``). The calls are the Thrift handler's, as happybase makes
+them: a put or ``counter_set`` is ``mutateRows``, ``counter_inc`` is ``atomicIncrement``.
+``tests/conformance/test_same_millisecond_differential.py`` checks the same rules against Apache
+HBase itself.
+"""
+
+from __future__ import annotations
+
+import struct
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from profile_store.hbase_gateway.handler import HbaseHandler
+from profile_store.hbase_gateway.idl import load_idl
+from profile_store.hbase_gateway.schema import FamilyDescriptor
+from profile_store.hbase_gateway.store import Store
+
+_IDL = load_idl()
+TABLE, ROW = b"t", b"r"
+T = 1_800_000_000_000  # the fixed server clock, in ms
+
+
+class Clock:
+    """A server clock the test sets; ``during`` runs once, inside the next reading."""
+
+    def __init__(self, ms: int = T) -> None:
+        self.ms = ms
+        self.during = None
+
+    def __call__(self) -> int:
+        during, self.during = self.during, None
+        if during is not None:
+            during()
+        return self.ms
+
+
+def open_store(path: Path, clock: Clock, deferred: bool) -> Store:
+    return Store(path, clock=clock, deferred_batch_mutations=1 if deferred else 0)
+
+
+@pytest.fixture(params=["applied-by-the-call", "deferred"])
+def deferred(request: pytest.FixtureRequest) -> bool:
+    return request.param == "deferred"
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def store(tmp_path: Path, clock: Clock, deferred: bool) -> Iterator[Store]:
+    opened = open_store(tmp_path, clock, deferred)
+    opened.create_table(
+        TABLE, [FamilyDescriptor(b"cf", max_versions=3), FamilyDescriptor(b"one", max_versions=1)]
+    )
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def hbase(store: Store) -> HbaseHandler:
+    return HbaseHandler(store)
+
+
+def mutation(column: bytes, value: bytes | None = None) -> object:
+    return _IDL.Mutation(isDelete=value is None, column=column, value=value)
+
+
+def put(hbase: HbaseHandler, column: bytes, value: bytes, ts: int | None = None) -> None:
+    batch = [_IDL.BatchMutation(row=ROW, mutations=[mutation(column, value)])]
+    if ts is None:
+        hbase.mutateRows(TABLE, batch, None)
+    else:
+        hbase.mutateRowsTs(TABLE, batch, ts, None)
+
+
+def delete(hbase: HbaseHandler, column: bytes) -> None:
+    """happybase's ``Table.delete(row, columns=[column])``: a ``mutateRows`` delete."""
+    hbase.mutateRows(TABLE, [_IDL.BatchMutation(row=ROW, mutations=[mutation(column)])], None)
+
+
+def counter(n: int) -> bytes:
+    return struct.pack(">q", n)
+
+
+def counter_set(hbase: HbaseHandler, column: bytes, n: int) -> None:
+    put(hbase, column, counter(n))
+
+
+def inc(hbase: HbaseHandler, column: bytes = b"cf:n", amount: int = 1) -> int:
+    return hbase.atomicIncrement(TABLE, ROW, column, amount)
+
+
+def versions(hbase: HbaseHandler, column: bytes = b"cf:n") -> list[tuple[bytes, int]]:
+    return [(cell.value, cell.timestamp) for cell in hbase.getVer(TABLE, ROW, column, 10, None)]
+
+
+def test_a_write_without_timestamp_gets_the_server_clock(hbase: HbaseHandler) -> None:
+    put(hbase, b"cf:a", b"x")
+    assert versions(hbase, b"cf:a") == [(b"x", T)]
+
+
+def test_two_puts_in_one_millisecond_leave_one_version_holding_the_last(
+    hbase: HbaseHandler,
+) -> None:
+    put(hbase, b"cf:a", b"first")
+    put(hbase, b"cf:a", b"second")
+    assert versions(hbase, b"cf:a") == [(b"second", T)]
+
+
+def test_a_put_in_the_next_millisecond_is_a_new_version(hbase: HbaseHandler, clock: Clock) -> None:
+    put(hbase, b"cf:a", b"first")
+    clock.ms += 1
+    put(hbase, b"cf:a", b"second")
+    assert versions(hbase, b"cf:a") == [(b"second", T + 1), (b"first", T)]
+
+
+def test_a_delete_removes_a_put_of_its_millisecond(hbase: HbaseHandler) -> None:
+    put(hbase, b"cf:a", b"x")
+    delete(hbase, b"cf:a")
+    assert versions(hbase, b"cf:a") == []
+
+
+def test_a_put_in_the_millisecond_of_a_column_delete_is_masked(hbase: HbaseHandler) -> None:
+    delete(hbase, b"cf:a")
+    put(hbase, b"cf:a", b"lost")
+    assert versions(hbase, b"cf:a") == []
+
+
+def test_a_put_in_the_millisecond_of_a_family_delete_is_masked(hbase: HbaseHandler) -> None:
+    hbase.deleteAll(TABLE, ROW, b"cf", None)
+    put(hbase, b"cf:a", b"lost")
+    assert hbase.getRow(TABLE, ROW, None) == []
+
+
+def test_a_put_in_the_millisecond_of_a_row_delete_is_masked(hbase: HbaseHandler) -> None:
+    hbase.deleteAllRow(TABLE, ROW, None)
+    put(hbase, b"one:z", b"lost")
+    assert hbase.getRow(TABLE, ROW, None) == []
+
+
+def test_a_put_in_the_millisecond_after_a_delete_is_kept(hbase: HbaseHandler, clock: Clock) -> None:
+    delete(hbase, b"cf:a")
+    clock.ms += 1
+    put(hbase, b"cf:a", b"kept")
+    assert versions(hbase, b"cf:a") == [(b"kept", T + 1)]
+
+
+def test_mutate_row_deleting_and_putting_one_column_keeps_nothing(hbase: HbaseHandler) -> None:
+    """HBase's handler sends the deletes, then the puts: in one millisecond the put is masked."""
+    put(hbase, b"cf:a", b"old", ts=T - 5)
+    hbase.mutateRow(TABLE, ROW, [mutation(b"cf:a", b"new"), mutation(b"cf:a")], None)
+    assert versions(hbase, b"cf:a") == []
+
+
+def test_mutate_rows_putting_and_deleting_one_column_keeps_nothing(hbase: HbaseHandler) -> None:
+    """HBase's handler sends the puts, then the deletes: the delete covers the put."""
+    batch = [_IDL.BatchMutation(row=ROW, mutations=[mutation(b"cf:a"), mutation(b"cf:a", b"v")])]
+    hbase.mutateRows(TABLE, batch, None)
+    assert versions(hbase, b"cf:a") == []
+
+
+def test_increments_in_one_millisecond_take_successive_timestamps(hbase: HbaseHandler) -> None:
+    assert [inc(hbase), inc(hbase), inc(hbase)] == [1, 2, 3]
+    assert versions(hbase) == [(counter(3), T + 2), (counter(2), T + 1), (counter(1), T)]
+
+
+def test_an_increment_writes_just_after_a_newer_timestamped_value(hbase: HbaseHandler) -> None:
+    put(hbase, b"cf:n", counter(10), ts=T + 1000)
+    assert inc(hbase) == 11
+    assert versions(hbase)[0] == (counter(11), T + 1001)
+
+
+def test_a_counter_set_after_increments_in_their_millisecond_does_not_reset_the_count(
+    hbase: HbaseHandler,
+) -> None:
+    """The set is stamped with the clock (T), below the second increment's T + 1."""
+    inc(hbase)
+    inc(hbase)
+    counter_set(hbase, b"cf:n", 0)
+    assert inc(hbase) == 3
+
+
+def test_a_put_after_increments_in_their_millisecond_becomes_an_older_version(
+    hbase: HbaseHandler,
+) -> None:
+    inc(hbase)
+    inc(hbase)
+    put(hbase, b"cf:n", b"x")
+    assert versions(hbase) == [(counter(2), T + 1), (b"x", T)]
+
+
+def test_a_counter_set_at_the_timestamp_of_the_newest_increment_replaces_it(
+    hbase: HbaseHandler, clock: Clock
+) -> None:
+    inc(hbase)
+    inc(hbase)
+    clock.ms += 1  # the clock reaches the second increment's timestamp
+    counter_set(hbase, b"cf:n", 0)
+    assert versions(hbase) == [(counter(0), T + 1), (counter(1), T)]
+    assert inc(hbase) == 1
+
+
+def test_a_timestamped_put_at_an_increments_timestamp_replaces_it(hbase: HbaseHandler) -> None:
+    inc(hbase)
+    hbase.mutateRowTs(TABLE, ROW, [mutation(b"cf:n", counter(7))], T, None)
+    assert versions(hbase) == [(counter(7), T)]
+
+
+def test_an_increment_in_the_millisecond_of_a_delete_is_hidden_by_the_marker(
+    hbase: HbaseHandler, clock: Clock
+) -> None:
+    """It starts from 0 (the cell is deleted) and writes at the delete's timestamp."""
+    inc(hbase, amount=5)
+    delete(hbase, b"cf:n")
+    assert inc(hbase) == 1
+    assert versions(hbase) == []
+    assert inc(hbase) == 1
+    clock.ms += 1
+    assert inc(hbase) == 1
+    assert versions(hbase) == [(counter(1), T + 1)]
+
+
+def test_an_increment_below_a_timestamped_delete_is_hidden_by_it(hbase: HbaseHandler) -> None:
+    hbase.deleteAllTs(TABLE, ROW, b"cf:n", T + 10, None)
+    assert inc(hbase) == 1
+    assert versions(hbase) == []
+
+
+def test_a_delete_without_timestamp_keeps_increments_ahead_of_the_clock(
+    hbase: HbaseHandler,
+) -> None:
+    inc(hbase)
+    inc(hbase)
+    delete(hbase, b"cf:n")
+    assert versions(hbase) == [(counter(2), T + 1)]
+    assert inc(hbase) == 3
+
+
+def test_a_replaced_version_does_not_count_twice_against_max_versions(
+    hbase: HbaseHandler, clock: Clock
+) -> None:
+    put(hbase, b"cf:a", b"1")
+    clock.ms += 1
+    put(hbase, b"cf:a", b"2")
+    put(hbase, b"cf:a", b"2 again")
+    clock.ms += 1
+    put(hbase, b"cf:a", b"3")
+    assert versions(hbase, b"cf:a") == [(b"3", T + 2), (b"2 again", T + 1), (b"1", T)]
+
+
+def test_a_family_of_one_version_shows_the_newest_increment(hbase: HbaseHandler) -> None:
+    inc(hbase, b"one:n")
+    inc(hbase, b"one:n")
+    put(hbase, b"one:n", b"older")
+    assert versions(hbase, b"one:n") == [(counter(2), T + 1)]
+
+
+def test_a_timestamped_read_sees_increments_ahead_of_the_clock_by_their_timestamps(
+    hbase: HbaseHandler,
+) -> None:
+    inc(hbase)
+    inc(hbase)
+    cells = hbase.getVerTs(TABLE, ROW, b"cf:n", T + 1, 10, None)
+    assert [(c.value, c.timestamp) for c in cells] == [(counter(1), T)]
+
+
+def test_a_scan_reads_the_cell_the_rules_leave(hbase: HbaseHandler) -> None:
+    inc(hbase)
+    inc(hbase)
+    counter_set(hbase, b"cf:n", 0)
+    scanner = hbase.scannerOpenWithScan(TABLE, _IDL.TScan(), None)
+    (row,) = hbase.scannerGetList(scanner, 10)
+    assert row.columns[b"cf:n"].value == counter(2)
+
+
+def test_two_processes_writing_one_cell_follow_the_same_rules(
+    tmp_path: Path, clock: Clock, deferred: bool, store: Store
+) -> None:
+    """A second store on the data directory is what another worker process opens."""
+    other = open_store(tmp_path, clock, deferred)
+    try:
+        first, second = HbaseHandler(store), HbaseHandler(other)
+        inc(first)
+        inc(second)
+        counter_set(first, b"cf:n", 0)
+        assert inc(second) == 3
+        assert versions(first) == [(counter(3), T + 2), (counter(2), T + 1), (counter(0), T)]
+    finally:
+        other.close()
+
+
+def test_a_write_racing_a_deferred_batch_is_stamped_after_it(tmp_path: Path) -> None:
+    """Process A acknowledges ``counter_set(0)`` from the pending log, reading the clock (T),
+    while process B increments (its clock: T + 1). B's increment is stamped later, so it must
+    count from the set, as HBase's row lock would make it; it must not count from the old value
+    and leave the set below it."""
+    clock_a, clock_b = Clock(), Clock(T + 1)
+    a = open_store(tmp_path, clock_a, deferred=True)
+    b = open_store(tmp_path, clock_b, deferred=False)
+    try:
+        a.create_table(TABLE, [FamilyDescriptor(b"cf")])
+        put(HbaseHandler(b), b"cf:n", counter(5), ts=T - 100)
+        results: list[int] = []
+        increment = threading.Thread(target=lambda: results.append(inc(HbaseHandler(b))))
+
+        def while_a_reads_its_clock() -> None:
+            increment.start()
+            # B either finishes without A's batch or waits for A's pending log to commit; A
+            # goes on after this long either way.
+            increment.join(timeout=2.0)
+
+        clock_a.during = while_a_reads_its_clock
+        counter_set(HbaseHandler(a), b"cf:n", 0)
+        increment.join()
+        assert results == [1]
+        assert versions(HbaseHandler(b)) == [
+            (counter(1), T + 1),
+            (counter(0), T),
+            (counter(5), T - 100),
+        ]
+    finally:
+        a.close()
+        b.close()
