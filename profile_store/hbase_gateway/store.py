@@ -986,10 +986,13 @@ class Store:
     def _latest(
         self, conn: sqlite3.Connection, info: TableInfo, row: bytes, fam: int, qual: bytes, now: int
     ) -> tuple[int, bytes] | None:
-        """Newest live ``(timestamp, value)`` of one column, read inside the write transaction."""
+        """Newest live ``(timestamp, value)`` of one column, read inside the write transaction
+        as HBase's increments, appends and checkAndPut read it: naming the column, so past a
+        cell at Long.MAX_VALUE (see ``ColumnSelection``)."""
         found = conn.execute(
             f"SELECT ts, value FROM {info.cells_table} "
-            "WHERE row = ? AND fam = ? AND qual = ? ORDER BY ts DESC LIMIT 1",
+            f"WHERE row = ? AND fam = ? AND qual = ? AND ts < {LATEST_TIMESTAMP} "
+            "ORDER BY ts DESC LIMIT 1",
             (row, fam, qual),
         ).fetchone()
         if found is None:

@@ -282,6 +282,64 @@ def test_a_scan_reads_the_cell_the_rules_leave(hbase: HbaseHandler) -> None:
     assert row.columns[b"cf:n"].value == counter(2)
 
 
+LAST = 2**63 - 1  # Long.MAX_VALUE, also LATEST_TIMESTAMP: a write cannot ask for it
+
+
+@pytest.fixture
+def at_the_last_timestamp(hbase: HbaseHandler) -> HbaseHandler:
+    """``cf:n`` holds 7 at Long.MAX_VALUE - 1 and, incremented, 8 at Long.MAX_VALUE."""
+    put(hbase, b"cf:n", counter(7), ts=LAST - 1)
+    inc(hbase)
+    return hbase
+
+
+def test_an_increment_of_a_cell_at_the_last_timestamp_but_one_writes_at_the_last(
+    at_the_last_timestamp: HbaseHandler,
+) -> None:
+    (row,) = at_the_last_timestamp.getRow(TABLE, ROW, None)
+    assert (row.columns[b"cf:n"].value, row.columns[b"cf:n"].timestamp) == (counter(8), LAST)
+
+
+def test_reads_naming_a_column_skip_a_cell_at_the_last_timestamp(
+    at_the_last_timestamp: HbaseHandler,
+) -> None:
+    """HBase's explicit-column tracker takes Long.MAX_VALUE for "no previous version"."""
+    hbase = at_the_last_timestamp
+    assert versions(hbase) == [(counter(7), LAST - 1)]
+    (row,) = hbase.getRowWithColumns(TABLE, ROW, [b"cf:n"], None)
+    assert row.columns[b"cf:n"].timestamp == LAST - 1
+    scanner = hbase.scannerOpenWithScan(TABLE, _IDL.TScan(columns=[b"cf:n"]), None)
+    (scanned,) = hbase.scannerGetList(scanner, 10)
+    assert scanned.columns[b"cf:n"].timestamp == LAST - 1
+
+
+def test_reads_of_a_whole_family_return_a_cell_at_the_last_timestamp(
+    at_the_last_timestamp: HbaseHandler,
+) -> None:
+    hbase = at_the_last_timestamp
+    (row,) = hbase.getRowWithColumns(TABLE, ROW, [b"cf"], None)
+    assert row.columns[b"cf:n"].timestamp == LAST
+    scanner = hbase.scannerOpenWithScan(TABLE, _IDL.TScan(), None)
+    (scanned,) = hbase.scannerGetList(scanner, 10)
+    assert scanned.columns[b"cf:n"].timestamp == LAST
+
+
+def test_an_increment_counts_past_a_cell_at_the_last_timestamp(
+    at_the_last_timestamp: HbaseHandler,
+) -> None:
+    """It reads 7 (at Long.MAX_VALUE - 1) and writes 8 at Long.MAX_VALUE again."""
+    assert inc(at_the_last_timestamp) == 8
+    assert inc(at_the_last_timestamp) == 8
+
+
+def test_check_and_put_compares_past_a_cell_at_the_last_timestamp(
+    at_the_last_timestamp: HbaseHandler,
+) -> None:
+    hbase = at_the_last_timestamp
+    assert not hbase.checkAndPut(TABLE, ROW, b"cf:n", counter(8), mutation(b"cf:x", b"8"), None)
+    assert hbase.checkAndPut(TABLE, ROW, b"cf:n", counter(7), mutation(b"cf:x", b"7"), None)
+
+
 def test_two_processes_writing_one_cell_follow_the_same_rules(
     tmp_path: Path, clock: Clock, deferred: bool, store: Store
 ) -> None:
