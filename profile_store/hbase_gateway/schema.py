@@ -178,7 +178,11 @@ class TableInfo:
         return fam
 
     def select(self, columns: Sequence[bytes] | None) -> ColumnSelection | None:
-        """Resolve Thrift column names; None (or empty) means every column of the row."""
+        """Resolve Thrift column names; None (or empty) means every column of the row.
+
+        In order, as HBase's handlers add them to a ``Get`` or ``Scan``: a bare family asks for
+        the whole family, a qualifier after it narrows the family to the qualifiers named.
+        """
         if not columns:
             return None
         families: set[int] = set()
@@ -188,14 +192,14 @@ class TableInfo:
             fam = self.family_id(family)
             if qualifier is None:
                 families.add(fam)
+                qualifiers.pop(fam, None)
             else:
+                families.discard(fam)
                 qualifiers.setdefault(fam, set()).add(qualifier)
         return ColumnSelection(
             families=frozenset(families),
             qualifiers=tuple(
-                (fam, tuple(sorted(quals)))
-                for fam, quals in sorted(qualifiers.items())
-                if fam not in families  # a whole-family request already covers its qualifiers
+                (fam, tuple(sorted(quals))) for fam, quals in sorted(qualifiers.items())
             ),
         )
 

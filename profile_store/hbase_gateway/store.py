@@ -1238,7 +1238,11 @@ def _no_family(info: TableInfo, family: bytes) -> str:
 def _plan_mutations(
     info: TableInfo, batches: Sequence[tuple[bytes, Sequence[Mutation]]], ts: int
 ) -> tuple[list[StoredCell], list[tuple[bytes, int, bytes | None, int]]]:
-    """Validate a whole batch before anything is written, so a bad mutation changes nothing."""
+    """Validate a whole batch before anything is written, so a bad mutation changes nothing.
+
+    A put naming a family without a qualifier is left out, as HBase's single-row handler does
+    (it logs "Delete is the only mutation supported over the whole column family").
+    """
     family_index = info.family_index
     puts: list[StoredCell] = []
     deletes: list[tuple[bytes, int, bytes | None, int]] = []
@@ -1246,16 +1250,18 @@ def _plan_mutations(
         check_row_key(row)
         for is_delete, column, value in mutations:
             i = column.find(b":")
+            if i < 0 and not is_delete:
+                logger.warning(
+                    "a put of %r names no qualifier: left out (only a delete can name a whole "
+                    "family)",
+                    show_bytes(column),
+                )
+                continue
             family = column if i < 0 else column[:i]
             fam = family_index.get(family)
             if fam is None:
                 info.family_id(family)  # raises NoSuchColumnFamily
             if i < 0:
-                if not is_delete:
-                    raise GatewayIllegalArgument(
-                        "IllegalArgumentException: Invalid famAndQf provided: a put needs "
-                        f"family:qualifier, got {show_bytes(column)!r}"
-                    )
                 deletes.append((row, fam, None, ts))
             elif is_delete:
                 deletes.append((row, fam, column[i + 1 :], ts))

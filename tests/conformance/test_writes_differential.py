@@ -57,6 +57,32 @@ def test_a_cell_at_the_last_timestamp_is_read_alike(pair: Differential) -> None:
     pair.same(lambda c: c.table(name).row(b"r", include_timestamp=True))
 
 
+def test_a_single_row_put_on_a_bare_family_is_left_out_alike(pair: Differential) -> None:
+    name = pair.create_table(FAMILIES)
+    mutations = [
+        Mutation(isDelete=False, column=b"cf", value=b"v"),
+        Mutation(isDelete=False, column=b"nope", value=b"v"),
+        Mutation(isDelete=False, column=b"cf:a", value=b"kept"),
+    ]
+    pair.same(lambda c: c.client.mutateRow(name, b"r", mutations, {}))
+    pair.same(lambda c: c.table(name).row(b"r"))
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [[b"cf", b"cf:b"], [b"cf:b", b"cf"], [b"cf:b", b"cf", b"cf:a"], [b"other", b"cf:a", b"cf"]],
+    ids=lambda columns: ",".join(column.decode() for column in columns),
+)
+def test_columns_naming_a_family_and_its_qualifiers_select_alike(
+    pair: Differential, columns: list[bytes]
+) -> None:
+    name = pair.create_table(FAMILIES)
+    pair.same(lambda c: c.table(name).put(b"r", {b"cf:a": b"1", b"cf:b": b"2", b"other:z": b"3"}))
+    pair.same(lambda c: c.table(name).row(b"r", columns=columns))
+    pair.same(lambda c: c.table(name).rows([b"r"], columns=columns))
+    pair.same(lambda c: c.table(name).scan(columns=columns))
+
+
 def test_an_older_put_after_a_newer_one_is_kept_as_an_older_version(pair: Differential) -> None:
     name = pair.create_table(FAMILIES)
     pair.same(lambda c: c.table(name).put(b"r", {b"cf:a": b"new"}, timestamp=20))
