@@ -173,6 +173,21 @@ def test_increments_in_one_millisecond_take_successive_timestamps(hbase: HbaseHa
     assert versions(hbase) == [(counter(3), T + 2), (counter(2), T + 1), (counter(1), T)]
 
 
+def test_increments_of_one_cell_in_one_call_take_successive_timestamps(
+    hbase: HbaseHandler,
+) -> None:
+    """``incrementRows``: HBase increments each in turn, in one millisecond here."""
+    increment = _IDL.TIncrement(table=TABLE, row=ROW, column=b"cf:n", ammount=2)
+    hbase.incrementRows([increment, increment])
+    assert versions(hbase) == [(counter(4), T + 1), (counter(2), T)]
+
+
+def test_appends_in_one_millisecond_take_successive_timestamps(hbase: HbaseHandler) -> None:
+    for value in (b"a", b"b"):
+        hbase.append(_IDL.TAppend(table=TABLE, row=ROW, columns=[b"cf:s"], values=[value]))
+    assert versions(hbase, b"cf:s") == [(b"ab", T + 1), (b"a", T)]
+
+
 def test_an_increment_writes_just_after_a_newer_timestamped_value(hbase: HbaseHandler) -> None:
     put(hbase, b"cf:n", counter(10), ts=T + 1000)
     assert inc(hbase) == 11
