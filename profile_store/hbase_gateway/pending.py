@@ -151,22 +151,6 @@ class PendingLog:
             if seq == first:  # nothing appended
                 self._enqueued.value = published
 
-    def settled(
-        self, seq: int, clock: Callable[[], int]
-    ) -> tuple[list[tuple[int, int, bytes]], int]:
-        """Committed ``(seq, table_id, payload)`` past ``seq``, oldest first, and a reading of
-        ``clock`` taken in the log's write lock: every batch returned read its timestamp before
-        it, every batch not returned reads its own after it."""
-        with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            try:
-                batches = self._conn.execute(
-                    "SELECT seq, table_id, payload FROM pending WHERE seq > ? ORDER BY seq", (seq,)
-                ).fetchall()
-                return batches, clock()
-            finally:
-                self._conn.execute("COMMIT")
-
     def touches(self, table_id: int, rows: Sequence[bytes]) -> bool:
         """Whether a batch not known to be applied writes one of ``rows`` (at most a few
         hundred) of the table."""
@@ -179,6 +163,29 @@ class PendingLog:
                 ).fetchone()
                 is not None
             )
+
+    def after(self, seq: int) -> list[tuple[int, int, bytes]]:
+        """Committed ``(seq, table_id, payload)`` past ``seq``, oldest first."""
+        with self._lock:
+            return self._committed_after(seq)
+
+    def settled(
+        self, seq: int, clock: Callable[[], int]
+    ) -> tuple[list[tuple[int, int, bytes]], int]:
+        """``after(seq)`` and a reading of ``clock``, both in the log's write lock: every batch
+        returned read its timestamp before that reading, every batch not returned reads its own
+        after it."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                return self._committed_after(seq), clock()
+            finally:
+                self._conn.execute("COMMIT")
+
+    def _committed_after(self, seq: int) -> list[tuple[int, int, bytes]]:
+        return self._conn.execute(
+            "SELECT seq, table_id, payload FROM pending WHERE seq > ? ORDER BY seq", (seq,)
+        ).fetchall()
 
     def recover(self, applied_seq: int) -> None:
         """Align the counters with the store at open: a new counters file beside an existing

@@ -210,7 +210,6 @@ class Store:
         self._closed = False
         self._deferred_batch_mutations = deferred_batch_mutations
         self._clock = clock
-        self._server_ms = 0  # the clock as the current write transaction read it
         self._pending = PendingLog(self.data_dir, busy_timeout_ms)
         self._writer = self._connect()
         self._writer.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only effective on a new file
@@ -274,12 +273,24 @@ class Store:
     @contextlib.contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One serialized write transaction, with a catalog that is current inside it, after
-        every batch acknowledged before it (applied first, in the same transaction).
+        every batch acknowledged before it (applied first, in the same transaction)."""
+        with self._transaction(stamped=False) as (conn, _):
+            yield conn
 
-        The server clock is read once for it (``_server_ms``), before anything pending is
-        looked for, or else in the pending log's lock (``PendingLog.settled``): timestamps then
-        follow the order in which writes reach the cells, across processes, as in HBase.
+    @contextlib.contextmanager
+    def _stamped_write(self) -> Iterator[tuple[sqlite3.Connection, int]]:
+        """``_write`` with the server clock read once for it, for the writes it stamps.
+
+        Read before anything pending is looked for, or else in the pending log's lock, after
+        the batches applied first read theirs (``PendingLog.settled``): timestamps then follow
+        the order in which writes reach the cells, across processes, as HBase's row locks make
+        them follow the order of its writes.
         """
+        with self._transaction(stamped=True) as stamped:
+            yield stamped
+
+    @contextlib.contextmanager
+    def _transaction(self, stamped: bool) -> Iterator[tuple[sqlite3.Connection, int]]:
         with self._write_lock:
             if self._closed:
                 raise GatewayIOError("IOException: the gateway store is closed")
@@ -291,9 +302,13 @@ class Store:
                 ).fetchone()
                 if generation != self._generation:
                     self._load_catalog(conn)
-                self._server_ms = self._clock()
-                applied = self._apply_pending_batches(conn) if self._pending.behind() else None
-                yield conn
+                now = self._clock() if stamped else 0
+                applied = None
+                if self._pending.behind():
+                    applied, settled_ms = self._apply_pending_batches(conn, stamped)
+                    if settled_ms is not None:
+                        now = settled_ms
+                yield conn, now
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -311,14 +326,20 @@ class Store:
         with self._write():
             pass
 
-    def _apply_pending_batches(self, conn: sqlite3.Connection) -> int:
-        """Apply the pending batches past the store's ``applied_seq``, in order, and read the
-        server clock after them; returns the new ``applied_seq``. A batch of a table deleted
-        since went with its table."""
+    def _apply_pending_batches(
+        self, conn: sqlite3.Connection, stamped: bool
+    ) -> tuple[int, int | None]:
+        """Apply the pending batches past the store's ``applied_seq``, in order; returns the
+        new ``applied_seq`` and, when ``stamped``, the server clock as read once every batch
+        being appended was committed (``PendingLog.settled``). A batch of a table deleted since
+        went with its table."""
         (applied,) = conn.execute("SELECT value FROM meta WHERE key = 'applied_seq'").fetchone()
-        batches, self._server_ms = self._pending.settled(applied, self._clock)
+        if stamped:
+            batches, now = self._pending.settled(applied, self._clock)
+        else:
+            batches, now = self._pending.after(applied), None
         if not batches:
-            return applied
+            return applied, now
         tables = {info.table_id: info for info in self._catalog.values()}
         for seq, table_id, payload in batches:
             info = tables.get(table_id)
@@ -329,7 +350,7 @@ class Store:
                 self._count_written(conn, info, len(puts) + len(deletes))
             applied = seq
         conn.execute("UPDATE meta SET value = ? WHERE key = 'applied_seq'", (applied,))
-        return applied
+        return applied, now
 
     def _checkpoint_in_background(self, conn: sqlite3.Connection) -> None:
         """Copy committed WAL frames into the database file after writes, on this thread.
@@ -815,8 +836,8 @@ class Store:
         Without a timestamp, puts and deletes use the server clock in milliseconds; a delete
         covers every version at or before its timestamp.
         """
-        with self._write() as conn:
-            ts = _write_timestamp(timestamp, self._server_ms)
+        with self._stamped_write() as (conn, now):
+            ts = _write_timestamp(timestamp, now)
             info = self._writable(name)
             puts, deletes = _plan_mutations(info, batches, ts)
             if deletes_first:
@@ -845,9 +866,9 @@ class Store:
         if 0 < self._deferred_batch_mutations <= sum(len(mutations) for _, mutations in batches):
             failed = self._defer_batch(name, batches, timestamp)
         else:
-            with self._write() as conn:
+            with self._stamped_write() as (conn, now):
                 info = self._batch_table(name, batches)
-                ts = _write_timestamp(timestamp, self._server_ms)
+                ts = _write_timestamp(timestamp, now)
                 puts, deletes, failed = _plan_batch_writes(info, batches, ts)
                 self._apply_puts(conn, info, puts)
                 self._apply_deletes(conn, info, deletes)
@@ -889,8 +910,8 @@ class Store:
 
     def delete_row(self, name: bytes, row: bytes, timestamp: int | None = None) -> None:
         """Delete every family of ``row`` at or before ``timestamp`` (deleteAllRow[Ts])."""
-        with self._write() as conn:
-            ts = _write_timestamp(timestamp, self._server_ms)
+        with self._stamped_write() as (conn, now):
+            ts = _write_timestamp(timestamp, now)
             info = self._writable(name)
             self._apply_deletes(
                 conn, info, [(row, fam, None, ts) for fam in info.family_index.values()]
@@ -903,8 +924,7 @@ class Store:
         qualifier, as HBase's atomicIncrement does. All are applied in one transaction, in one
         millisecond: each writes at the later of the clock and its cell's newest version + 1.
         """
-        with self._write() as conn:
-            now = self._server_ms
+        with self._stamped_write() as (conn, now):
             results: list[int] = []
             for name, row, column, amount in increments:
                 info = self._writable(name)
@@ -932,10 +952,9 @@ class Store:
         self, name: bytes, row: bytes, pairs: Sequence[tuple[bytes, bytes]]
     ) -> list[StoredCell]:
         """Append bytes to cells (missing cells start empty); returns the new cells."""
-        with self._write() as conn:
+        with self._stamped_write() as (conn, now):
             info = self._writable(name)
             check_row_key(row)
-            now = self._server_ms
             written: dict[tuple[int, bytes], StoredCell] = {}
             for column, value in pairs:
                 family, qualifier = parse_column(column)
@@ -970,10 +989,9 @@ class Store:
                 "IllegalArgumentException: checkAndPut needs family:qualifier columns"
             )
         check_row_key(row)
-        with self._write() as conn:
+        with self._stamped_write() as (conn, now):
             info = self._writable(name)
             fam, put_fam = info.family_id(family), info.family_id(put_family)
-            now = self._server_ms
             current = self._latest(conn, info, row, fam, qualifier, now)
             if expected is None or expected == b"":
                 matches = current is None or (expected == b"" and current[1] == b"")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -371,35 +371,50 @@ def test_two_processes_writing_one_cell_follow_the_same_rules(
         other.close()
 
 
-def test_a_write_racing_a_deferred_batch_is_stamped_after_it(tmp_path: Path) -> None:
+def race_a_deferred_counter_set(
+    tmp_path: Path, clock_b: Callable[[], int], write_b: Callable[[HbaseHandler], object]
+) -> tuple[list[object], list[tuple[bytes, int]]]:
     """Process A acknowledges ``counter_set(0)`` from the pending log, reading the clock (T),
-    while process B increments (its clock: T + 1). B's increment is stamped later, so it must
-    count from the set, as HBase's row lock would make it; it must not count from the old value
-    and leave the set below it."""
-    clock_a, clock_b = Clock(), Clock(T + 1)
+    while process B runs ``write_b`` on ``cf:n`` (5 at T - 100, nothing pending); returns what
+    B's write returned and the versions of ``cf:n`` after both."""
+    clock_a = Clock()
     a = open_store(tmp_path, clock_a, deferred=True)
     b = open_store(tmp_path, clock_b, deferred=False)
     try:
         a.create_table(TABLE, [FamilyDescriptor(b"cf")])
-        put(HbaseHandler(b), b"cf:n", counter(5), ts=T - 100)
-        results: list[int] = []
-        increment = threading.Thread(target=lambda: results.append(inc(HbaseHandler(b))))
+        put(HbaseHandler(a), b"cf:n", counter(5), ts=T - 100)
+        a.apply_pending()
+        results: list[object] = []
+        racing = threading.Thread(target=lambda: results.append(write_b(HbaseHandler(b))))
 
         def while_a_reads_its_clock() -> None:
-            increment.start()
+            racing.start()
             # B either finishes without A's batch or waits for A's pending log to commit; A
             # goes on after this long either way.
-            increment.join(timeout=2.0)
+            racing.join(timeout=2.0)
 
         clock_a.during = while_a_reads_its_clock
         counter_set(HbaseHandler(a), b"cf:n", 0)
-        increment.join()
-        assert results == [1]
-        assert versions(HbaseHandler(b)) == [
-            (counter(1), T + 1),
-            (counter(0), T),
-            (counter(5), T - 100),
-        ]
+        racing.join()
+        return results, versions(HbaseHandler(b))
     finally:
         a.close()
         b.close()
+
+
+def test_an_increment_racing_a_deferred_batch_counts_from_it(tmp_path: Path) -> None:
+    """B's clock reads T + 1, later than A's: as HBase's row lock orders them, B's increment
+    must count from the set, not from the old value while leaving the set below it."""
+    results, cells = race_a_deferred_counter_set(tmp_path, Clock(T + 1), inc)
+    assert results == [1]
+    assert cells == [(counter(1), T + 1), (counter(0), T), (counter(5), T - 100)]
+
+
+def test_a_put_racing_a_deferred_batch_is_stamped_after_it(tmp_path: Path) -> None:
+    """B reads the clock before A does (T - 1), then again once it has waited for A's batch
+    (T + 1): its put, applied after the batch, is stamped after it and is the newest value."""
+    readings = iter([T - 1, T + 1])
+    _, cells = race_a_deferred_counter_set(
+        tmp_path, lambda: next(readings), lambda hbase: counter_set(hbase, b"cf:n", 9)
+    )
+    assert cells == [(counter(9), T + 1), (counter(0), T), (counter(5), T - 100)]
