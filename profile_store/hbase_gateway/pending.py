@@ -13,13 +13,20 @@ other rows need not wait, as in HBase, where a read waits only for its own rows)
 in a small memory-mapped file of the data directory, shared by every process that opens it,
 make "nothing pending" a comparison of two integers:
 
-* ``enqueued``: the highest sequence number handed out, published inside the appending
-  transaction, so it only grows. A commit that then fails leaves a number nobody holds, which
-  costs each read a drain that finds nothing, until the next batch.
+* ``enqueued``: the highest sequence number handed out, published when the appending
+  transaction starts (before the batch reads the clock) and taken back if it appends nothing.
+  A commit that then fails leaves a number nobody holds, which costs each read a drain that
+  finds nothing, until the next batch.
 * ``applied``: at most what the cells tables hold (published after the applying commit, never
   before); the durable value is the store's ``applied_seq``.
 
 The log is its own SQLite file, so appending never waits for a long apply transaction.
+
+A batch reads the server clock for its timestamp inside the log's write lock, and a write that
+finds a batch pending reads its own there too (``settled``): so the order in which batches and
+other writes reach the cells tables is the order of their timestamps, across every process, as
+HBase's row locks make it (a put applied after an increment never carries an older clock
+reading than the increment's).
 """
 
 from __future__ import annotations
@@ -109,28 +116,41 @@ class PendingLog:
         Rows already applied are dropped in the same transaction, so the log stays small
         without a transaction of its own.
         """
-        with self._lock, self._immediate() as conn:
-            applied = self._drop_applied(conn)
-            (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM pending").fetchone()
-            seq = max(last, applied, self._enqueued.value)
+        with self._lock:
+            published = self._enqueued.value
+            seq = first = 0
+            try:
+                with self._immediate() as conn:
+                    applied = self._drop_applied(conn)
+                    (last,) = conn.execute("SELECT coalesce(max(seq), 0) FROM pending").fetchone()
+                    seq = first = max(last, applied, published)
+                    # Announced before the caller reads the clock: a write that then finds
+                    # nothing pending has read its own timestamp before this batch reads one.
+                    self._enqueued.value = seq + 1
 
-            def append(table_id: int, batch: PlannedBatch) -> int:
-                nonlocal seq
-                seq += 1
-                conn.execute(
-                    "INSERT INTO pending VALUES (?, ?, ?)", (seq, table_id, encode_batch(batch))
-                )
-                puts, deletes = batch
-                rows = dict.fromkeys(cell[0] for cell in puts)
-                rows.update(dict.fromkeys(delete[0] for delete in deletes))
-                conn.executemany(
-                    "INSERT OR IGNORE INTO pending_rows VALUES (?, ?, ?)",
-                    [(table_id, row, seq) for row in rows],
-                )
-                self._enqueued.value = seq  # under the log's write lock: only grows
-                return seq
+                    def append(table_id: int, batch: PlannedBatch) -> int:
+                        nonlocal seq
+                        seq += 1
+                        conn.execute(
+                            "INSERT INTO pending VALUES (?, ?, ?)",
+                            (seq, table_id, encode_batch(batch)),
+                        )
+                        puts, deletes = batch
+                        rows = dict.fromkeys(cell[0] for cell in puts)
+                        rows.update(dict.fromkeys(delete[0] for delete in deletes))
+                        conn.executemany(
+                            "INSERT OR IGNORE INTO pending_rows VALUES (?, ?, ?)",
+                            [(table_id, row, seq) for row in rows],
+                        )
+                        self._enqueued.value = seq  # under the log's write lock
+                        return seq
 
-            yield append
+                    yield append
+            except BaseException:
+                self._enqueued.value = published  # nobody else appends while we hold the lock
+                raise
+            if seq == first:  # nothing appended
+                self._enqueued.value = published
 
     def purge_applied(self, attempts: int = 1500) -> bool:
         """Delete every applied batch and truncate the log's WAL, so that no copy of a batch
@@ -176,9 +196,25 @@ class PendingLog:
     def after(self, seq: int) -> list[tuple[int, int, bytes]]:
         """Committed ``(seq, table_id, payload)`` past ``seq``, oldest first."""
         with self._lock:
-            return self._conn.execute(
-                "SELECT seq, table_id, payload FROM pending WHERE seq > ? ORDER BY seq", (seq,)
-            ).fetchall()
+            return self._committed_after(seq)
+
+    def settled(
+        self, seq: int, clock: Callable[[], int]
+    ) -> tuple[list[tuple[int, int, bytes]], int]:
+        """``after(seq)`` and a reading of ``clock``, both in the log's write lock: every batch
+        returned read its timestamp before that reading, every batch not returned reads its own
+        after it."""
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                return self._committed_after(seq), clock()
+            finally:
+                self._conn.execute("COMMIT")
+
+    def _committed_after(self, seq: int) -> list[tuple[int, int, bytes]]:
+        return self._conn.execute(
+            "SELECT seq, table_id, payload FROM pending WHERE seq > ? ORDER BY seq", (seq,)
+        ).fetchall()
 
     def recover(self, applied_seq: int) -> None:
         """Align the counters with the store at open: a new counters file beside an existing

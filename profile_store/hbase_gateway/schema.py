@@ -17,6 +17,7 @@ from .errors import GatewayIllegalArgument, no_such_family, show_bytes
 LATEST_TIMESTAMP = 2**63 - 1  # HConstants.LATEST_TIMESTAMP: "use the server's clock"
 FOREVER = 2**31 - 1  # HConstants.FOREVER: the TTL HBase reports for "no TTL"
 MAX_ROW_LENGTH = 32767  # HConstants.MAX_ROW_LENGTH
+_BEFORE_LAST = f" AND ts < {LATEST_TIMESTAMP}"
 
 StoredCell = tuple[bytes, int, bytes, int, bytes]
 """``(row, family_id, qualifier, timestamp, value)``."""
@@ -106,7 +107,13 @@ class FamilyDescriptor:
 
 @dataclass(frozen=True)
 class ColumnSelection:
-    """Which cells of a row a read wants: whole families and/or single qualifiers."""
+    """Which cells of a row a read wants: whole families and/or single qualifiers.
+
+    A read naming qualifiers passes over a cell at Long.MAX_VALUE (which only an increment or
+    append of a cell at Long.MAX_VALUE - 1 writes), as HBase's: its explicit-column tracker
+    starts each column with Long.MAX_VALUE as "the previous version's timestamp" and skips a
+    cell that repeats it. Reads of whole rows or families return that cell.
+    """
 
     families: frozenset[int]
     qualifiers: tuple[tuple[int, tuple[bytes, ...]], ...]
@@ -119,9 +126,11 @@ class ColumnSelection:
             terms.append(f"fam IN ({','.join(str(f) for f in sorted(self.families))})")
         for fam, quals in self.qualifiers:
             if len(quals) == 1:
-                terms.append(f"(fam = {fam} AND qual = ?)")
+                terms.append(f"(fam = {fam} AND qual = ?{_BEFORE_LAST})")
             else:
-                terms.append(f"(fam = {fam} AND qual IN ({','.join('?' * len(quals))}))")
+                terms.append(
+                    f"(fam = {fam} AND qual IN ({','.join('?' * len(quals))}){_BEFORE_LAST})"
+                )
             params.extend(quals)
         if len(terms) == 1:
             return f" AND {terms[0]}", params
@@ -169,7 +178,11 @@ class TableInfo:
         return fam
 
     def select(self, columns: Sequence[bytes] | None) -> ColumnSelection | None:
-        """Resolve Thrift column names; None (or empty) means every column of the row."""
+        """Resolve Thrift column names; None (or empty) means every column of the row.
+
+        In order, as HBase's handlers add them to a ``Get`` or ``Scan``: a bare family asks for
+        the whole family, a qualifier after it narrows the family to the qualifiers named.
+        """
         if not columns:
             return None
         families: set[int] = set()
@@ -179,14 +192,14 @@ class TableInfo:
             fam = self.family_id(family)
             if qualifier is None:
                 families.add(fam)
+                qualifiers.pop(fam, None)
             else:
+                families.discard(fam)
                 qualifiers.setdefault(fam, set()).add(qualifier)
         return ColumnSelection(
             families=frozenset(families),
             qualifiers=tuple(
-                (fam, tuple(sorted(quals)))
-                for fam, quals in sorted(qualifiers.items())
-                if fam not in families  # a whole-family request already covers its qualifiers
+                (fam, tuple(sorted(quals))) for fam, quals in sorted(qualifiers.items())
             ),
         )
 

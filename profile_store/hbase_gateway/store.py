@@ -30,7 +30,7 @@ import sqlite3
 import struct
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby
 from multiprocessing.sharedctypes import RawValue
 from operator import itemgetter
@@ -192,7 +192,10 @@ class Store:
         busy_timeout_ms: int = 60_000,
         catalog_signal: CatalogSignal | None = None,
         deferred_batch_mutations: int = DEFERRED_BATCH_MUTATIONS,
+        clock: Callable[[], int] = now_ms,
     ) -> None:
+        """``clock``: the server clock (ms) that writes without a timestamp are stamped with;
+        the tests fix it to put writes in one millisecond."""
         self.data_dir = Path(data_dir)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.path = self.data_dir / DB_FILE
@@ -206,6 +209,7 @@ class Store:
         self._generation = -1
         self._closed = False
         self._deferred_batch_mutations = deferred_batch_mutations
+        self._clock = clock
         self._pending = PendingLog(self.data_dir, busy_timeout_ms)
         self._writer = self._connect()
         self._writer.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only effective on a new file
@@ -271,6 +275,23 @@ class Store:
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One serialized write transaction, with a catalog that is current inside it, after
         every batch acknowledged before it (applied first, in the same transaction)."""
+        with self._transaction(stamped=False) as (conn, _):
+            yield conn
+
+    @contextlib.contextmanager
+    def _stamped_write(self) -> Iterator[tuple[sqlite3.Connection, int]]:
+        """``_write`` with the server clock read once for it, for the writes it stamps.
+
+        Read before anything pending is looked for, or else in the pending log's lock, after
+        the batches applied first read theirs (``PendingLog.settled``): timestamps then follow
+        the order in which writes reach the cells, across processes, as HBase's row locks make
+        them follow the order of its writes.
+        """
+        with self._transaction(stamped=True) as stamped:
+            yield stamped
+
+    @contextlib.contextmanager
+    def _transaction(self, stamped: bool) -> Iterator[tuple[sqlite3.Connection, int]]:
         with self._write_lock:
             if self._closed:
                 raise GatewayIOError("IOException: the gateway store is closed")
@@ -282,8 +303,13 @@ class Store:
                 ).fetchone()
                 if generation != self._generation:
                     self._load_catalog(conn)
-                applied = self._apply_pending_batches(conn) if self._pending.behind() else None
-                yield conn
+                now = self._clock() if stamped else 0
+                applied = None
+                if self._pending.behind():
+                    applied, settled_ms = self._apply_pending_batches(conn, stamped)
+                    if settled_ms is not None:
+                        now = settled_ms
+                yield conn, now
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
@@ -301,13 +327,20 @@ class Store:
         with self._write():
             pass
 
-    def _apply_pending_batches(self, conn: sqlite3.Connection) -> int:
+    def _apply_pending_batches(
+        self, conn: sqlite3.Connection, stamped: bool
+    ) -> tuple[int, int | None]:
         """Apply the pending batches past the store's ``applied_seq``, in order; returns the
-        new ``applied_seq``. A batch of a table deleted since went with its table."""
+        new ``applied_seq`` and, when ``stamped``, the server clock as read once every batch
+        being appended was committed (``PendingLog.settled``). A batch of a table deleted since
+        went with its table."""
         (applied,) = conn.execute("SELECT value FROM meta WHERE key = 'applied_seq'").fetchone()
-        batches = self._pending.after(applied)
+        if stamped:
+            batches, now = self._pending.settled(applied, self._clock)
+        else:
+            batches, now = self._pending.after(applied), None
         if not batches:
-            return applied
+            return applied, now
         tables = {info.table_id: info for info in self._catalog.values()}
         for seq, table_id, payload in batches:
             info = tables.get(table_id)
@@ -318,7 +351,7 @@ class Store:
                 self._count_written(conn, info, len(puts) + len(deletes))
             applied = seq
         conn.execute("UPDATE meta SET value = ? WHERE key = 'applied_seq'", (applied,))
-        return applied
+        return applied, now
 
     def _checkpoint_in_background(self, conn: sqlite3.Connection) -> None:
         """Copy committed WAL frames into the database file after writes, on this thread.
@@ -806,10 +839,8 @@ class Store:
         Without a timestamp, puts and deletes use the server clock in milliseconds; a delete
         covers every version at or before its timestamp.
         """
-        with (
-            self._write() as conn
-        ):  # server time is taken under the lock: commit order = time order
-            ts = _write_timestamp(timestamp)
+        with self._stamped_write() as (conn, now):
+            ts = _write_timestamp(timestamp, now)
             info = self._writable(name)
             puts, deletes = _plan_mutations(info, batches, ts)
             if deletes_first:
@@ -838,9 +869,10 @@ class Store:
         if 0 < self._deferred_batch_mutations <= sum(len(mutations) for _, mutations in batches):
             failed = self._defer_batch(name, batches, timestamp)
         else:
-            with self._write() as conn:
+            with self._stamped_write() as (conn, now):
                 info = self._batch_table(name, batches)
-                puts, deletes, failed = _plan_batch_writes(info, batches, timestamp)
+                ts = _write_timestamp(timestamp, now)
+                puts, deletes, failed = _plan_batch_writes(info, batches, ts)
                 self._apply_puts(conn, info, puts)
                 self._apply_deletes(conn, info, deletes)
                 self._count_written(conn, info, len(puts) + len(deletes))
@@ -861,7 +893,8 @@ class Store:
         self._refresh_catalog()
         with self._pending.appending() as append:
             info = self._batch_table(name, batches)
-            puts, deletes, failed = _plan_batch_writes(info, batches, timestamp)
+            ts = _write_timestamp(timestamp, self._clock())  # in the log's lock, see pending.py
+            puts, deletes, failed = _plan_batch_writes(info, batches, ts)
             if puts or deletes:
                 append(info.table_id, (puts, deletes))
         return failed
@@ -880,8 +913,8 @@ class Store:
 
     def delete_row(self, name: bytes, row: bytes, timestamp: int | None = None) -> None:
         """Delete every family of ``row`` at or before ``timestamp`` (deleteAllRow[Ts])."""
-        with self._write() as conn:
-            ts = _write_timestamp(timestamp)
+        with self._stamped_write() as (conn, now):
+            ts = _write_timestamp(timestamp, now)
             info = self._writable(name)
             self._apply_deletes(
                 conn, info, [(row, fam, None, ts) for fam in info.family_index.values()]
@@ -891,9 +924,10 @@ class Store:
         """Atomically add to 8-byte big-endian counters; a missing counter counts as 0.
 
         ``increments`` are ``(table, row, column, amount)``; a bare family names its empty
-        qualifier, as HBase's atomicIncrement does. All are applied in one transaction.
+        qualifier, as HBase's atomicIncrement does. All are applied in one transaction, in one
+        millisecond: each writes at the later of the clock and its cell's newest version + 1.
         """
-        with self._write() as conn:
+        with self._stamped_write() as (conn, now):
             results: list[int] = []
             for name, row, column, amount in increments:
                 info = self._writable(name)
@@ -901,7 +935,6 @@ class Store:
                 family, qualifier = parse_column(column)
                 fam = info.family_id(family)
                 qual = qualifier or b""
-                now = now_ms()
                 current = self._latest(conn, info, row, fam, qual, now)
                 if current is None:
                     value, ts = to_i64(amount), now
@@ -922,10 +955,9 @@ class Store:
         self, name: bytes, row: bytes, pairs: Sequence[tuple[bytes, bytes]]
     ) -> list[StoredCell]:
         """Append bytes to cells (missing cells start empty); returns the new cells."""
-        with self._write() as conn:
+        with self._stamped_write() as (conn, now):
             info = self._writable(name)
             check_row_key(row)
-            now = now_ms()
             written: dict[tuple[int, bytes], StoredCell] = {}
             for column, value in pairs:
                 family, qualifier = parse_column(column)
@@ -960,10 +992,9 @@ class Store:
                 "IllegalArgumentException: checkAndPut needs family:qualifier columns"
             )
         check_row_key(row)
-        with self._write() as conn:
+        with self._stamped_write() as (conn, now):
             info = self._writable(name)
             fam, put_fam = info.family_id(family), info.family_id(put_family)
-            now = now_ms()
             current = self._latest(conn, info, row, fam, qualifier, now)
             if expected is None or expected == b"":
                 matches = current is None or (expected == b"" and current[1] == b"")
@@ -976,10 +1007,13 @@ class Store:
     def _latest(
         self, conn: sqlite3.Connection, info: TableInfo, row: bytes, fam: int, qual: bytes, now: int
     ) -> tuple[int, bytes] | None:
-        """Newest live ``(timestamp, value)`` of one column, read inside the write transaction."""
+        """Newest live ``(timestamp, value)`` of one column, read inside the write transaction
+        as HBase's increments, appends and checkAndPut read it: naming the column, so past a
+        cell at Long.MAX_VALUE (see ``ColumnSelection``)."""
         found = conn.execute(
             f"SELECT ts, value FROM {info.cells_table} "
-            "WHERE row = ? AND fam = ? AND qual = ? ORDER BY ts DESC LIMIT 1",
+            f"WHERE row = ? AND fam = ? AND qual = ? AND ts < {LATEST_TIMESTAMP} "
+            "ORDER BY ts DESC LIMIT 1",
             (row, fam, qual),
         ).fetchone()
         if found is None:
@@ -1107,9 +1141,10 @@ def _filters(selection: ColumnSelection | None, before_ts: int | None) -> tuple[
     return where, params
 
 
-def _write_timestamp(timestamp: int | None) -> int:
+def _write_timestamp(timestamp: int | None, now: int) -> int:
+    """A write's timestamp: its own, or the server clock ``now`` (HBase's LATEST_TIMESTAMP)."""
     if timestamp is None or timestamp == LATEST_TIMESTAMP:
-        return now_ms()
+        return now
     if timestamp < 0:
         raise GatewayIllegalArgument(
             f"IllegalArgumentException: Timestamp cannot be negative. ts={timestamp}"
@@ -1199,12 +1234,11 @@ def _plan_batch(
 
 
 def _plan_batch_writes(
-    info: TableInfo, batches: Sequence[tuple[bytes, Sequence[Mutation]]], timestamp: int | None
+    info: TableInfo, batches: Sequence[tuple[bytes, Sequence[Mutation]]], ts: int
 ) -> tuple[list[StoredCell], list[_Delete], list[str]]:
-    """``mutate_batch``'s puts and deletes, timestamped now (under the caller's lock: commit
-    order is time order), and the rows that fail: when a row's puts fail, no delete is applied.
+    """``mutate_batch``'s puts and deletes at ``ts``, and the rows that fail: when a row's puts
+    fail, no delete is applied.
     """
-    ts = _write_timestamp(timestamp)
     puts, deletes, failed, failed_deletes = _plan_batch(info, batches, ts)
     if failed:
         return puts, [], failed
@@ -1225,7 +1259,11 @@ def _no_family(info: TableInfo, family: bytes) -> str:
 def _plan_mutations(
     info: TableInfo, batches: Sequence[tuple[bytes, Sequence[Mutation]]], ts: int
 ) -> tuple[list[StoredCell], list[tuple[bytes, int, bytes | None, int]]]:
-    """Validate a whole batch before anything is written, so a bad mutation changes nothing."""
+    """Validate a whole batch before anything is written, so a bad mutation changes nothing.
+
+    A put naming a family without a qualifier is left out, as HBase's single-row handler does
+    (it logs "Delete is the only mutation supported over the whole column family").
+    """
     family_index = info.family_index
     puts: list[StoredCell] = []
     deletes: list[tuple[bytes, int, bytes | None, int]] = []
@@ -1233,16 +1271,18 @@ def _plan_mutations(
         check_row_key(row)
         for is_delete, column, value in mutations:
             i = column.find(b":")
+            if i < 0 and not is_delete:
+                logger.warning(
+                    "a put of %r names no qualifier: left out (only a delete can name a whole "
+                    "family)",
+                    show_bytes(column),
+                )
+                continue
             family = column if i < 0 else column[:i]
             fam = family_index.get(family)
             if fam is None:
                 info.family_id(family)  # raises NoSuchColumnFamily
             if i < 0:
-                if not is_delete:
-                    raise GatewayIllegalArgument(
-                        "IllegalArgumentException: Invalid famAndQf provided: a put needs "
-                        f"family:qualifier, got {show_bytes(column)!r}"
-                    )
                 deletes.append((row, fam, None, ts))
             elif is_delete:
                 deletes.append((row, fam, column[i + 1 :], ts))

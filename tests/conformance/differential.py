@@ -48,34 +48,61 @@ def normalized(value: Any, since_ms: int) -> Any:
     return value
 
 
-class Differential:
-    """Two connections, one per server; tables are created on both under one unique name."""
+Normalize = Callable[[Any, int], Any]
 
-    def __init__(self, gateway: dict[str, object], apache: dict[str, object]) -> None:
+
+class Differential:
+    """Connections to both servers (``second``: another pair, which on the gateway may land on
+    another worker process); tables are created on both under one unique name."""
+
+    def __init__(
+        self, gateway: dict[str, object], apache: dict[str, object], *, second: bool = False
+    ) -> None:
         self.connections = {
             "gateway": happybase.Connection(**gateway, autoconnect=True),
             "apache": happybase.Connection(**apache, autoconnect=True),
         }
+        self.second = (
+            {
+                "gateway": happybase.Connection(**gateway, autoconnect=True),
+                "apache": happybase.Connection(**apache, autoconnect=True),
+            }
+            if second
+            else {}
+        )
         self.created: list[bytes] = []
         self.since_ms = int(time.time() * 1000) - 60_000
 
-    def outcomes(self, call: Callable[[happybase.Connection], Any]) -> dict[str, Any]:
+    def outcomes(
+        self,
+        call: Callable[[happybase.Connection], Any],
+        *,
+        on_second: bool = False,
+        normalize: Normalize = normalized,
+    ) -> dict[str, Any]:
         results = {}
-        for server, connection in self.connections.items():
+        for server, connection in (self.second if on_second else self.connections).items():
             try:
                 value = call(connection)
                 if hasattr(value, "__next__"):
                     value = list(value)
-                results[server] = ("ok", normalized(value, self.since_ms))
+                results[server] = ("ok", normalize(value, self.since_ms))
             except TTransportException:
                 raise
             except Exception as error:  # compared, not hidden: both must fail alike
                 results[server] = error_outcome(error)
         return results
 
-    def same(self, call: Callable[[happybase.Connection], Any], what: str = "") -> Any:
+    def same(
+        self,
+        call: Callable[[happybase.Connection], Any],
+        what: str = "",
+        *,
+        on_second: bool = False,
+        normalize: Normalize = normalized,
+    ) -> Any:
         """The outcome, asserted identical on both servers (a readable diff when not)."""
-        results = self.outcomes(call)
+        results = self.outcomes(call, on_second=on_second, normalize=normalize)
         assert results["gateway"] == results["apache"], (
             f"{what or call}: gateway {results['gateway']!r} != Apache HBase {results['apache']!r}"
         )
@@ -94,4 +121,6 @@ class Differential:
             for name in self.created:
                 with contextlib.suppress(Exception):  # already dropped by the test
                     connection.delete_table(name, disable=True)
+            connection.close()
+        for connection in self.second.values():
             connection.close()

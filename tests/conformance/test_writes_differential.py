@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import struct
+
 import pytest
 from differential import Differential
+from Hbase_thrift import Mutation
 
 FAMILIES = {"cf": {"max_versions": 3}, "other": {"max_versions": 1}}
 
@@ -34,6 +37,50 @@ def test_counter_set_right_after_an_increment_replaces_the_count(pair: Different
     pair.same(lambda c: c.table(name).counter_inc(b"r", b"cf:n", 10))
     pair.same(lambda c: c.table(name).counter_set(b"r", b"cf:n", 0))
     assert pair.same(lambda c: c.table(name).counter_inc(b"r", b"cf:n")) == ("ok", 1)
+
+
+def test_a_cell_at_the_last_timestamp_is_read_alike(pair: Differential) -> None:
+    """An increment of a cell at Long.MAX_VALUE - 1 writes at Long.MAX_VALUE, which HBase's
+    reads naming the column (and the next increment, and checkAndPut) pass over."""
+    name = pair.create_table(FAMILIES)
+    seven, last_but_one = struct.pack(">q", 7), 2**63 - 2
+    pair.same(lambda c: c.table(name).put(b"r", {b"cf:n": seven}, timestamp=last_but_one))
+    assert pair.same(lambda c: c.table(name).counter_inc(b"r", b"cf:n")) == ("ok", 8)
+    assert pair.same(lambda c: c.table(name).counter_inc(b"r", b"cf:n")) == ("ok", 8)
+    pair.same(lambda c: c.table(name).row(b"r", include_timestamp=True))
+    pair.same(lambda c: c.table(name).row(b"r", columns=[b"cf:n"], include_timestamp=True))
+    pair.same(lambda c: c.table(name).row(b"r", columns=[b"cf"], include_timestamp=True))
+    pair.same(lambda c: c.table(name).cells(b"r", b"cf:n", versions=3, include_timestamp=True))
+    pair.same(lambda c: c.table(name).scan(columns=[b"cf:n"], include_timestamp=True))
+    checked = Mutation(isDelete=False, column=b"cf:x", value=b"seen")
+    pair.same(lambda c: c.client.checkAndPut(name, b"r", b"cf:n", seven, checked, {}))
+    pair.same(lambda c: c.table(name).row(b"r", include_timestamp=True))
+
+
+def test_a_single_row_put_on_a_bare_family_is_left_out_alike(pair: Differential) -> None:
+    name = pair.create_table(FAMILIES)
+    mutations = [
+        Mutation(isDelete=False, column=b"cf", value=b"v"),
+        Mutation(isDelete=False, column=b"nope", value=b"v"),
+        Mutation(isDelete=False, column=b"cf:a", value=b"kept"),
+    ]
+    pair.same(lambda c: c.client.mutateRow(name, b"r", mutations, {}))
+    pair.same(lambda c: c.table(name).row(b"r"))
+
+
+@pytest.mark.parametrize(
+    "columns",
+    [[b"cf", b"cf:b"], [b"cf:b", b"cf"], [b"cf:b", b"cf", b"cf:a"], [b"other", b"cf:a", b"cf"]],
+    ids=lambda columns: ",".join(column.decode() for column in columns),
+)
+def test_columns_naming_a_family_and_its_qualifiers_select_alike(
+    pair: Differential, columns: list[bytes]
+) -> None:
+    name = pair.create_table(FAMILIES)
+    pair.same(lambda c: c.table(name).put(b"r", {b"cf:a": b"1", b"cf:b": b"2", b"other:z": b"3"}))
+    pair.same(lambda c: c.table(name).row(b"r", columns=columns))
+    pair.same(lambda c: c.table(name).rows([b"r"], columns=columns))
+    pair.same(lambda c: c.table(name).scan(columns=columns))
 
 
 def test_an_older_put_after_a_newer_one_is_kept_as_an_older_version(pair: Differential) -> None:

@@ -33,6 +33,24 @@ def test_bare_family_selects_the_whole_family(table: happybase.Table) -> None:
     assert table.row(b"r", columns=[b"cf"]) == {b"cf:a": b"1", b"cf:": b"empty"}
 
 
+def test_a_qualifier_named_after_its_family_narrows_the_read_to_it(
+    table: happybase.Table,
+) -> None:
+    """As HBase's ``Get.addColumn`` after ``addFamily``: the last request for a family wins."""
+    table.put(b"r", {b"cf:a": b"1", b"cf:b": b"2", b"other:c": b"3"})
+    assert table.row(b"r", columns=[b"cf", b"cf:b"]) == {b"cf:b": b"2"}
+    assert list(table.scan(columns=[b"cf", b"cf:b", b"other"])) == [
+        (b"r", {b"cf:b": b"2", b"other:c": b"3"})
+    ]
+
+
+def test_a_family_named_after_its_qualifier_widens_the_read_to_it(
+    table: happybase.Table,
+) -> None:
+    table.put(b"r", {b"cf:a": b"1", b"cf:b": b"2"})
+    assert table.row(b"r", columns=[b"cf:b", b"cf"]) == {b"cf:a": b"1", b"cf:b": b"2"}
+
+
 def test_family_with_colon_selects_only_the_empty_qualifier(table: happybase.Table) -> None:
     table.put(b"r", {b"cf:a": b"1", b"cf:": b"empty"})
     assert table.row(b"r", columns=[b"cf:"]) == {b"cf:": b"empty"}

@@ -6,7 +6,7 @@ import struct
 
 import happybase
 import pytest
-from Hbase_thrift import IllegalArgument, IOError, Mutation, TAppend, TIncrement
+from Hbase_thrift import IOError, Mutation, TAppend, TIncrement
 
 
 @pytest.fixture
@@ -154,11 +154,20 @@ def test_scanner_open_with_prefix_returns_only_prefixed_rows(
     client.scannerClose(scanner)
 
 
-def test_mutate_rows_put_on_a_bare_family_is_an_illegal_argument(
+def test_mutate_row_skips_a_put_on_a_bare_family_and_applies_the_rest(
     client, table: happybase.Table
 ) -> None:
-    with pytest.raises(IllegalArgument):
-        client.mutateRow(table.name, b"r", [Mutation(column=b"cf", value=b"v")], {})
+    """HBase's handler logs such a put and leaves it out of the row's Put."""
+    mutations = [Mutation(column=b"cf", value=b"v"), Mutation(column=b"cf:a", value=b"kept")]
+    client.mutateRow(table.name, b"r", mutations, {})
+    assert table.row(b"r") == {b"cf:a": b"kept"}
+
+
+def test_mutate_row_skips_a_put_on_a_bare_family_the_table_lacks(
+    client, table: happybase.Table
+) -> None:
+    client.mutateRow(table.name, b"r", [Mutation(column=b"nope", value=b"v")], {})
+    assert table.row(b"r") == {}
 
 
 def test_atomic_increment_reports_a_non_counter_cell(client, table: happybase.Table) -> None:
