@@ -138,6 +138,9 @@ class ApacheHBase:
                     "hbase.master.info.port": "-1",
                     "hbase.regionserver.info.port": "-1",
                     "hbase.thrift.info.port": "-1",
+                    # The master's and region server's RPC ports are bound as port 0 (the
+                    # defaults, 16000 and 16020, would let only one HBase run on a machine).
+                    "hbase.localcluster.assign.random.ports": "true",
                     # The local filesystem has no hflush/hsync; HBase's standalone docs set this.
                     "hbase.unsafe.stream.capability.enforce": "false",
                 }
