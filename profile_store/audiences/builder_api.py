@@ -33,7 +33,13 @@ from profile_store.audiences.saved import (
     UnknownAudience,
 )
 from profile_store.audiences.tenants import ForbiddenApp, Tenant, admissible_query
-from profile_store.http_conventions import ApiError, error_doc, hbase_failures, json_body
+from profile_store.http_conventions import (
+    ApiError,
+    error_doc,
+    hbase_failures,
+    json_body,
+    json_object,
+)
 
 DISCOVERY_PATH = "/v1/discovery/apps"
 DAILY_PATH = "/v1/audiences/daily"
@@ -150,15 +156,6 @@ def _store_errors() -> Iterator[None]:
         raise ApiError(400, "invalid_request", exc.problem, f"$.{exc.field}") from None
 
 
-def _object(body: Any, allowed: set[str]) -> dict:
-    if not isinstance(body, dict):
-        raise ApiError(400, "invalid_request", "expected a JSON object", "$")
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise ApiError(400, "invalid_request", "unknown field", f"$.{unknown[0]}")
-    return body
-
-
 def _saved(audience: SavedAudience) -> SavedAudienceResponse:
     return SavedAudienceResponse(**audience.to_dict())
 
@@ -260,7 +257,7 @@ def builder_router(
     def create_saved(
         tenant: TenantDep, body: Annotated[Any, Depends(builder_body)]
     ) -> SavedAudienceResponse:
-        body = _object(body, {"name", "query", "activation"})
+        body = json_object(body, {"name", "query", "activation"})
         if "query" not in body:
             raise ApiError(400, "invalid_request", "required, the audience query", "$.query")
         admit(body["query"], tenant, engine, "$.query")
@@ -297,7 +294,7 @@ def builder_router(
     def update_saved(
         tenant: TenantDep, audience_id: AudienceId, body: Annotated[Any, Depends(builder_body)]
     ) -> SavedAudienceResponse:
-        body = _object(body, {"name", "query", "activation"})
+        body = json_object(body, {"name", "query", "activation"})
         if "query" in body:
             admit(body["query"], tenant, engine, "$.query")
         activation = _activation(body) if "activation" in body else ...
@@ -335,7 +332,7 @@ def builder_router(
         },
     )
     def overlap(tenant: TenantDep, body: Annotated[Any, Depends(builder_body)]) -> OverlapResponse:
-        ids = _object(body, {"ids"}).get("ids")
+        ids = json_object(body, {"ids"}).get("ids")
         if (
             not isinstance(ids, list)
             or not 2 <= len(ids) <= MAX_OVERLAP

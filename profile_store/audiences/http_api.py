@@ -51,6 +51,8 @@ from profile_store.http_conventions import (
     json_body,
     tenant_dependency,
 )
+from profile_store.http_edge import install_edge
+from profile_store.http_metrics import record_hbase_error
 from profile_store.profiles.http_api import profile_router
 from profile_store.profiles.reads import ProfileReader
 
@@ -402,9 +404,11 @@ def create_app(
                 table.families()
         except (TTransportException, OSError) as exc:
             logger.warning("health: HBase unreachable: %r", exc)
+            record_hbase_error("unavailable")
             status, detail, code = "unavailable", "HBase cannot be reached", 503
         except TException as exc:
             logger.warning("health: sketch table unreadable: %r", exc)
+            record_hbase_error("error")
             status, detail = "unavailable", f"sketch table unreadable: {hbase_reason(exc)}"
             code = 503
         elapsed_ms = (time.perf_counter() - started) * 1000
@@ -418,4 +422,5 @@ def create_app(
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    install_edge(app, tenants)
     return app
