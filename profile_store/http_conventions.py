@@ -150,6 +150,33 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(400, "invalid_request", message, where or None)
 
 
+def document_request_errors(schema: dict[str, Any]) -> None:
+    """Say in ``schema`` (an OpenAPI document) what the service answers to a malformed parameter:
+    FastAPI documents it as 422 ``HTTPValidationError``, but ``install_error_handlers`` answers
+    400 with the error body."""
+    fastapi_error = "#/components/schemas/HTTPValidationError"
+    for item in schema.get("paths", {}).values():
+        for operation in item.values():
+            responses = operation.get("responses", {})
+            content = responses.get("422", {}).get("content", {})
+            if any(c.get("schema", {}).get("$ref") == fastapi_error for c in content.values()):
+                del responses["422"]
+                responses.setdefault(
+                    "400",
+                    {
+                        "description": "A parameter is malformed; `path` names it.",
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/ErrorResponse"}
+                            }
+                        },
+                    },
+                )
+    components = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+
+
 def install_options(app: FastAPI) -> None:
     """``OPTIONS`` on a route answers 204 with the route's methods in ``Allow`` (RFC 9110);
     on an unknown path it is the usual 404 body."""

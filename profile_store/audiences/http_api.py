@@ -44,6 +44,7 @@ from profile_store.audiences.tenants import MAX_MIN_COUNT, Tenant, Tenants
 from profile_store.erasure.http_api import ErasureDesk, erasure_router
 from profile_store.http_conventions import (
     admin_dependency,
+    document_request_errors,
     error_doc,
     hbase_reason,
     install_error_handlers,
@@ -419,6 +420,7 @@ def create_app(
         if app.openapi_schema is None:
             schema = FastAPI.openapi(app)
             schema.setdefault("components", {}).setdefault("schemas", {}).update(query_schemas())
+            document_request_errors(schema)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]

@@ -25,6 +25,7 @@ from profile_store.audiences.tenants import Tenants
 from profile_store.erasure.http_api import ERASURE_PATH, ErasureDesk
 from profile_store.hbase_client import sketch_table_opener, table_opener
 from profile_store.hbase_gateway.process import EmbeddedGateway
+from profile_store.http_edge import route_rule
 from profile_store.lake_storage import LocalLakeStorage
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.table import PROFILE_TABLE
@@ -136,6 +137,22 @@ def test_a_body_announced_above_the_routes_bound_is_413_before_it_is_read(app):
         )
         assert (method, path, status) == (method, path, 413)
         assert answer["connection"] == "close"
+
+
+def test_every_body_has_a_documented_bound_that_the_edge_enforces(app):
+    from fastapi.routing import iter_route_contexts
+
+    bounds = {
+        (method, route.path): route_rule(route).max_body
+        for route in iter_route_contexts(app.routes)
+        for method in getattr(route, "methods", None) or ()
+    }
+    with_body = [(m, p, op) for m, p, op in operations(app) if "requestBody" in op]
+    assert len(with_body) == 7
+    for method, path, op in with_body:
+        bound = bounds[(method, path)]
+        assert bound > 0, (method, path)
+        assert f"exceeds {bound} bytes" in op["responses"]["413"]["description"], (method, path)
 
 
 def test_a_body_over_the_bound_is_413_even_when_not_announced(client):
