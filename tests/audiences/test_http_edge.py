@@ -312,7 +312,7 @@ def test_slowloris_connections_are_closed_while_a_normal_client_is_served(serve)
     host, port = url.removeprefix("http://").split(":")
     slow = [slow_client(host, int(port)) for _ in range(200)]
     silent = socket.create_connection((host, int(port)), timeout=30)  # connects, sends nothing
-    answers: dict[socket.socket, bytes] = {}
+    answers: dict[socket.socket, bytes] = {}  # what each got before it was closed
     served = []
     deadline = time.monotonic() + 120
     while len(answers) < len(slow) and time.monotonic() < deadline:
@@ -320,13 +320,15 @@ def test_slowloris_connections_are_closed_while_a_normal_client_is_served(serve)
             if sock in answers:
                 continue
             try:
-                sock.send(b"X")  # one byte of a header line, then the next round
-                received = sock.recv(4096)
+                readable, _, _ = select.select([sock], [], [], 0)
+                if not readable:
+                    sock.send(b"X")  # one more byte of a header line
+                    continue
+                answers[sock] = sock.recv(4096)
             except BlockingIOError:
                 continue
-            except OSError:
-                received = b"(reset)"
-            answers[sock] = received or b"(closed)"
+            except OSError:  # closed while this byte was on its way
+                answers[sock] = b""
         if not served:
             served.append(httpx.get(f"{url}/v1/health", timeout=30).status_code)
         time.sleep(0.5)
@@ -334,11 +336,11 @@ def test_slowloris_connections_are_closed_while_a_normal_client_is_served(serve)
         sock.close()
     assert served == [200]
     assert len(answers) == len(slow), f"{len(slow) - len(answers)} slow connections still open"
-    assert all(answer.startswith(b"HTTP/1.1 408 ") for answer in answers.values())
+    assert all(answer.startswith(b"HTTP/1.1 408 ") for answer in answers.values() if answer)
     silent.settimeout(30)
     assert silent.recv(4096) == b""  # closed without an answer: it asked nothing
     assert httpx.get(f"{url}/v1/health", timeout=30).status_code == 200
-    assert "request headers not received within 3 s" in log.read_text()
+    assert log.read_text().count("request headers not received within 3 s") == len(slow)
 
 
 def test_a_bad_header_timeout_setting_stops_serve_with_exit_2(tmp_path, monkeypatch, capsys):
