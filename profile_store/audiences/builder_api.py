@@ -27,6 +27,7 @@ from profile_store.audiences.saved import (
     MAX_NAME_LENGTH,
     MAX_TTL_DAYS,
     Activation,
+    ConcurrentChange,
     DuplicateName,
     SavedAudience,
     SavedAudienceError,
@@ -224,6 +225,8 @@ def _store_errors() -> Iterator[None]:
         raise ApiError(409, "duplicate_name", exc.problem, f"$.{exc.field}") from None
     except SegmentTaken as exc:
         raise ApiError(409, "segment_taken", exc.problem, f"$.{exc.field}") from None
+    except ConcurrentChange as exc:
+        raise ApiError(409, "concurrent_change", exc.problem) from None
     except SavedAudienceError as exc:
         raise ApiError(400, "invalid_request", exc.problem, f"$.{exc.field}") from None
 
@@ -323,8 +326,9 @@ def builder_router(
             400: error_doc("A field is missing or invalid; `path` names it."),
             403: error_doc("The query names an app of another tenant."),
             409: error_doc(
-                "The tenant already has an audience of this name, or another audience "
-                "delivers the segment id."
+                "`duplicate_name`: the tenant has an audience of this name; `segment_taken`: "
+                "the segment id is not available (whoever holds it); `concurrent_change`: "
+                "another change of the audience is under way."
             ),
             413: TOO_LARGE,
         },
@@ -362,8 +366,9 @@ def builder_router(
             403: error_doc("The query names an app of another tenant."),
             404: error_doc("No such audience in the tenant."),
             409: error_doc(
-                "The tenant already has an audience of this name, or another audience "
-                "delivers the segment id."
+                "`duplicate_name`: the tenant has an audience of this name; `segment_taken`: "
+                "the segment id is not available (whoever holds it); `concurrent_change`: "
+                "another change of the audience is under way."
             ),
             413: TOO_LARGE,
         },
@@ -391,7 +396,10 @@ def builder_router(
         tags=["saved audiences"],
         summary="Delete a saved audience",
         status_code=204,
-        responses={404: error_doc("No such audience in the tenant.")},
+        responses={
+            404: error_doc("No such audience in the tenant."),
+            409: error_doc("`concurrent_change`: another change of it is under way."),
+        },
     )
     def delete_saved(tenant: TenantDep, audience_id: AudienceId) -> Response:
         with _store_errors():
