@@ -35,7 +35,7 @@ from profile_store.lake_storage import LocalLakeStorage
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.table import PROFILE_TABLE
 
-EXAMPLES_PER_OPERATION = 150
+EXAMPLES_PER_OPERATION = 100
 ADMIN_KEY = "admin-key-0123456789abcdef"
 QUERY_BODIES = {
     ("POST", "/v1/audiences/estimate"),
