@@ -355,6 +355,20 @@ def test_a_bad_header_timeout_setting_stops_serve_with_exit_2(tmp_path, monkeypa
     )
 
 
+def test_a_metrics_port_in_use_stops_serve_with_exit_1(tmp_path, capsys):
+    from profile_store.cli import main
+
+    tenants = tmp_path / "tenants.json"
+    tenants.write_text(json.dumps(BUILDER_TENANTS))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["serve", "--tenants", str(tenants), "--metrics-port", str(port)])
+    assert code == 1
+    assert f"error: metrics port {port}: " in capsys.readouterr().err
+
+
 def scrape(log: Path) -> str:
     port = re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", log.read_text()).group(1)
     return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
