@@ -25,6 +25,8 @@ logger = logging.getLogger(__name__)
 UNMATCHED_ROUTE = "unmatched"
 """The route label of a request no route matched (a fixed value: paths are unbounded)."""
 
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+"""Method labels; any other method counts as ``other`` (h11 accepts any token as a method)."""
 REJECTION_REASONS = ("auth", "size", "timeout")
 HBASE_ERROR_KINDS = ("unavailable", "error")
 
@@ -73,6 +75,7 @@ _REJECTION_OF_STATUS = {401: "auth", 403: "auth", 408: "timeout", 413: "size"}
 
 def record_answer(route: str, method: str, status: int, seconds: float) -> None:
     """One answered request; a refusal also counts under its reason."""
+    method = method if method in METHODS else "other"
     REQUESTS.labels(route, method, str(status)).inc()
     LATENCY.labels(route, method).observe(seconds)
     reason = _REJECTION_OF_STATUS.get(status)

@@ -398,6 +398,7 @@ def test_metrics_are_scraped_from_their_own_port_without_a_key(serve):
         httpx.get(f"{url}/v1/audiences/saved/abc123", headers=shop, timeout=30).status_code == 404
     )
     assert httpx.get(f"{url}/metrics", timeout=30).status_code == 404  # not on the service's port
+    assert httpx.request("PROPFIND", f"{url}/v1/health", timeout=30).status_code == 405
 
     metrics = scrape(log)
     requests = "profiles_http_requests_total"
@@ -408,6 +409,7 @@ def test_metrics_are_scraped_from_their_own_port_without_a_key(serve):
     saved_one = "/v1/audiences/saved/{audience_id}"  # the template, not the path
     assert sample(metrics, requests, method="GET", route=saved_one, status="404") == 1
     assert sample(metrics, requests, method="GET", route="unmatched", status="404") == 1
+    assert sample(metrics, requests, method="other", route="/v1/health", status="405") == 1
     assert sample(metrics, "profiles_http_rejected_requests_total", reason="auth") == 1
     assert sample(metrics, "profiles_http_rejected_requests_total", reason="size") == 1
     assert sample(metrics, "profiles_http_rejected_requests_total", reason="timeout") == 0
