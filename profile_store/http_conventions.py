@@ -18,6 +18,7 @@ from typing import Annotated, Any
 from fastapi import FastAPI, Request, Security
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from fastapi.routing import iter_route_contexts
 from fastapi.security import APIKeyHeader
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -27,10 +28,14 @@ from thriftpy2.thrift import TException
 from thriftpy2.transport import TTransportException
 
 from profile_store.audiences.tenants import Tenant, Tenants
+from profile_store.http_metrics import record_hbase_error
 
 logger = logging.getLogger(__name__)
 
 API_KEY_HEADER = "X-API-Key"
+NOT_BLANK = "[^" + "".join(f"\\u{c:04x}" for c in range(0x3001) if chr(c).isspace()) + "]"
+"""A JSON Schema pattern: some character that is not whitespace to Python's ``str.strip``,
+which is how the service tells a blank text (``\\S`` would differ on a few characters)."""
 BODY_TIMEOUT_VARIABLE = "PROFILES_HTTP_BODY_TIMEOUT_SECONDS"
 DEFAULT_BODY_TIMEOUT_S = 30.0
 
@@ -112,9 +117,11 @@ def hbase_failures(action: str) -> Iterator[None]:
         yield
     except (TTransportException, OSError) as exc:
         logger.warning("HBase unreachable during %s: %r", action, exc)
+        record_hbase_error("unavailable")
         raise ApiError(503, "hbase_unavailable", "HBase cannot be reached") from None
     except TException as exc:
         logger.error("HBase error during %s: %r", action, exc)
+        record_hbase_error("error")
         raise ApiError(502, "hbase_error", f"HBase error: {hbase_reason(exc)}") from None
 
 
@@ -143,6 +150,33 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(400, "invalid_request", message, where or None)
 
 
+def document_request_errors(schema: dict[str, Any]) -> None:
+    """Say in ``schema`` (an OpenAPI document) what the service answers to a malformed parameter:
+    FastAPI documents it as 422 ``HTTPValidationError``, but ``install_error_handlers`` answers
+    400 with the error body."""
+    fastapi_error = "#/components/schemas/HTTPValidationError"
+    for item in schema.get("paths", {}).values():
+        for operation in item.values():
+            responses = operation.get("responses", {})
+            content = responses.get("422", {}).get("content", {})
+            if any(c.get("schema", {}).get("$ref") == fastapi_error for c in content.values()):
+                del responses["422"]
+                responses.setdefault(
+                    "400",
+                    {
+                        "description": "A parameter is malformed; `path` names it.",
+                        "content": {
+                            "application/json": {
+                                "schema": {"$ref": "#/components/schemas/ErrorResponse"}
+                            }
+                        },
+                    },
+                )
+    components = schema.get("components", {}).get("schemas", {})
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+
+
 def install_options(app: FastAPI) -> None:
     """``OPTIONS`` on a route answers 204 with the route's methods in ``Allow`` (RFC 9110);
     on an unknown path it is the usual 404 body."""
@@ -152,7 +186,7 @@ def install_options(app: FastAPI) -> None:
         if request.method != "OPTIONS":
             return await call_next(request)
         methods: set[str] = set()
-        for route in app.routes:
+        for route in iter_route_contexts(app.routes):  # routers' routes too
             match, _ = route.matches(request.scope)
             if match != Match.NONE:
                 methods |= set(getattr(route, "methods", None) or ())
@@ -162,22 +196,53 @@ def install_options(app: FastAPI) -> None:
         return Response(status_code=204, headers={"Allow": allow})
 
 
-def body_timeout_s(env: Mapping[str, str] | None = None) -> float:
-    """Seconds a request body may take to arrive (``PROFILES_HTTP_BODY_TIMEOUT_SECONDS``)."""
-    text = (os.environ if env is None else env).get(BODY_TIMEOUT_VARIABLE, "")
+def seconds_setting(variable: str, default: float, env: Mapping[str, str] | None = None) -> float:
+    """A positive number of seconds from environment ``variable``, else ``default``."""
+    text = (os.environ if env is None else env).get(variable, "")
     if not text:
-        return DEFAULT_BODY_TIMEOUT_S
+        return default
     try:
         seconds = float(text)
     except ValueError:
-        raise ValueError(f"{BODY_TIMEOUT_VARIABLE}: expected seconds, got {text!r}") from None
+        raise ValueError(f"{variable}: expected seconds, got {text!r}") from None
     if not seconds > 0:
-        raise ValueError(f"{BODY_TIMEOUT_VARIABLE}: must be greater than 0, got {text}")
+        raise ValueError(f"{variable}: must be greater than 0, got {text}")
     return seconds
 
 
+def body_timeout_s(env: Mapping[str, str] | None = None) -> float:
+    """Seconds a request body may take to arrive (``PROFILES_HTTP_BODY_TIMEOUT_SECONDS``)."""
+    return seconds_setting(BODY_TIMEOUT_VARIABLE, DEFAULT_BODY_TIMEOUT_S, env)
+
+
+TENANT_KEY = "tenant"
+ADMIN_KEY = "admin"
+
+
+def key_refusal(tenants: Tenants, required: str, api_key: str | None) -> ApiError | None:
+    """Why ``api_key`` may not call a route needing a ``required`` key (``TENANT_KEY`` or
+    ``ADMIN_KEY``), or None: 401 missing or unknown, 403 a tenant's key where an admin's is
+    needed. An admin's key is no tenant's."""
+    if required == ADMIN_KEY and tenants.is_admin(api_key):
+        return None
+    if tenants.authenticate(api_key) is None:
+        return unauthorized(api_key)
+    if required == ADMIN_KEY:
+        return ApiError(403, "forbidden", "an admin API key is required")
+    return None
+
+
+def unauthorized(api_key: str | None) -> ApiError:
+    reason = "unknown API key" if api_key else f"missing {API_KEY_HEADER} header"
+    return ApiError(401, "unauthorized", reason, headers={"WWW-Authenticate": "ApiKey"})
+
+
 def tenant_dependency(tenants: Tenants) -> Callable[..., Tenant]:
-    """A FastAPI dependency: the tenant of the request's ``X-API-Key``, else a 401."""
+    """A FastAPI dependency: the tenant of the request's ``X-API-Key``, else a 401.
+
+    Marked ``requires_key``: the service's edge (``http_edge``) refuses the same keys before
+    the body is read; this dependency gives the route its tenant and documents the key.
+    """
     api_key_header = APIKeyHeader(
         name=API_KEY_HEADER,
         auto_error=False,
@@ -188,16 +253,16 @@ def tenant_dependency(tenants: Tenants) -> Callable[..., Tenant]:
     def current_tenant(api_key: Annotated[str | None, Security(api_key_header)]) -> Tenant:
         tenant = tenants.authenticate(api_key)
         if tenant is None:
-            reason = "unknown API key" if api_key else f"missing {API_KEY_HEADER} header"
-            raise ApiError(401, "unauthorized", reason, headers={"WWW-Authenticate": "ApiKey"})
+            raise unauthorized(api_key)
         return tenant
 
+    current_tenant.requires_key = TENANT_KEY  # type: ignore[attr-defined]
     return current_tenant
 
 
 def admin_dependency(tenants: Tenants) -> Callable[..., None]:
     """A FastAPI dependency: the request's ``X-API-Key`` is an admin key (401 unknown or
-    missing, 403 a tenant's key)."""
+    missing, 403 a tenant's key); marked ``requires_key`` as ``tenant_dependency`` is."""
     api_key_header = APIKeyHeader(
         name=API_KEY_HEADER,
         auto_error=False,
@@ -205,14 +270,22 @@ def admin_dependency(tenants: Tenants) -> Callable[..., None]:
     )
 
     def current_admin(api_key: Annotated[str | None, Security(api_key_header)]) -> None:
-        if tenants.is_admin(api_key):
-            return
-        if tenants.authenticate(api_key) is not None:
-            raise ApiError(403, "forbidden", "an admin API key is required")
-        reason = "unknown API key" if api_key else f"missing {API_KEY_HEADER} header"
-        raise ApiError(401, "unauthorized", reason, headers={"WWW-Authenticate": "ApiKey"})
+        refused = key_refusal(tenants, ADMIN_KEY, api_key)
+        if refused is not None:
+            raise refused
 
+    current_admin.requires_key = ADMIN_KEY  # type: ignore[attr-defined]
     return current_admin
+
+
+def json_object(body: Any, allowed: set[str]) -> dict:
+    """``body`` as a JSON object of ``allowed`` fields, else the 400 naming what is wrong."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_request", "expected a JSON object", "$")
+    unknown = sorted(set(body) - allowed)
+    if unknown:
+        raise ApiError(400, "invalid_request", "unknown field", f"$.{unknown[0]}")
+    return body
 
 
 def _reject_constant(name: str) -> Any:
@@ -274,4 +347,5 @@ def json_body(max_bytes: int, what: str) -> Callable[[Request], Awaitable[Any]]:
         except ValueError as exc:
             raise ApiError(400, "invalid_json", f"not valid JSON: {exc}", "$") from None
 
+    body.max_bytes = max_bytes  # type: ignore[attr-defined]  # the edge's bound (http_edge)
     return body

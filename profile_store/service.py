@@ -11,7 +11,8 @@ with its endpoints (saved audiences in the HBase table ``audiences``, created at
 (``/v1/admin/erasure-requests``, over the lake of ``--lake``). ``profiles audience serve`` is
 the same command under its older name. It runs until SIGINT/SIGTERM, then closes the pool (and
 the embedded gateway, when it started one) and exits 0. Exit codes and HBase flags are
-``cli_conventions``'.
+``cli_conventions``'. Connections get a deadline on their headers (``http_server``); with
+``--metrics-port``, Prometheus metrics are served on that port (``http_metrics``).
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ from profile_store.erasure.http_api import ErasureDesk
 from profile_store.erasure.requests import max_profiles_from_env
 from profile_store.hbase_client import hbase_pool, sketch_table_opener, table_opener
 from profile_store.http_conventions import body_timeout_s
+from profile_store.http_metrics import serve_metrics
+from profile_store.http_server import deadline_protocol, header_timeout_s
 from profile_store.profiles.reads import ProfileReader, key_types_from_env
 from profile_store.profiles.table import PROFILE_TABLE
 
@@ -83,6 +86,17 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         help="lake of the erasure requests: directory or s3://bucket/prefix (default: "
         "PROFILES_LAKE_ROOT, else data/lake)",
     )
+    parser.add_argument(
+        "--metrics-port",
+        type=port_number,
+        help="serve Prometheus metrics at /metrics on this port, without a key (0 picks a free "
+        "one; default: no metrics listener)",
+    )
+    parser.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="address of the metrics listener (default %(default)s: this machine only)",
+    )
     parser.add_argument("--log-level", default="info", help="logging level (default %(default)s)")
     add_hbase_options(parser)
     shorten_usage(parser)
@@ -103,6 +117,7 @@ def run_serve(args: argparse.Namespace) -> int:
         key_types = key_types_from_env()
         erasure_bound = max_profiles_from_env()  # a bad PROFILES_ERASURE_MAX_PROFILES: exit 2
         body_timeout_s()  # a bad PROFILES_HTTP_BODY_TIMEOUT_SECONDS stops the start, not a request
+        header_timeout = header_timeout_s()
     except TenantConfigError as exc:
         print(f"error: tenants: {exc}", file=sys.stderr)
         return EXIT_INPUT
@@ -114,6 +129,13 @@ def run_serve(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     level = args.log_level.upper()
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    metrics = None
+    try:
+        if args.metrics_port is not None:
+            metrics = serve_metrics(args.metrics_host, args.metrics_port)
+    except OSError as exc:
+        print(f"error: metrics port {args.metrics_port}: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     server: uvicorn.Server | None = None
     try:
         with _stop_on_signals(), hbase_pool(settings) as pool:
@@ -130,7 +152,13 @@ def run_serve(args: argparse.Namespace) -> int:
             )
             logger.info("service: %d tenants, HBase: %s", len(tenants), settings.describe())
             server = uvicorn.Server(
-                uvicorn.Config(app, host=args.host, port=args.port, log_level=level.lower())
+                uvicorn.Config(
+                    app,
+                    host=args.host,
+                    port=args.port,
+                    log_level=level.lower(),
+                    http=deadline_protocol(header_timeout),
+                )
             )
             server.run()
     except _Stopped as stopped:
@@ -138,6 +166,10 @@ def run_serve(args: argparse.Namespace) -> int:
     except HBASE_FAILURES as exc:
         print(f"error: HBase: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    finally:
+        if metrics is not None:
+            metrics.shutdown()
+            metrics.server_close()
     return EXIT_OK if server is not None and server.started else EXIT_FAILURE
 
 

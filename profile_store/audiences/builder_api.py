@@ -24,7 +24,10 @@ from profile_store.audiences.discovery import NotBuilt, app_catalog, event_attri
 from profile_store.audiences.engine import AudienceEngine, OverlapQueryError
 from profile_store.audiences.query import Node, QueryError
 from profile_store.audiences.saved import (
+    MAX_NAME_LENGTH,
+    MAX_TTL_DAYS,
     Activation,
+    ConcurrentChange,
     DuplicateName,
     SavedAudience,
     SavedAudienceError,
@@ -33,14 +36,25 @@ from profile_store.audiences.saved import (
     UnknownAudience,
 )
 from profile_store.audiences.tenants import ForbiddenApp, Tenant, admissible_query
-from profile_store.http_conventions import ApiError, error_doc, hbase_failures, json_body
+from profile_store.http_conventions import (
+    NOT_BLANK,
+    ApiError,
+    error_doc,
+    hbase_failures,
+    json_body,
+    json_object,
+)
 
 DISCOVERY_PATH = "/v1/discovery/apps"
 DAILY_PATH = "/v1/audiences/daily"
 SAVED_PATH = "/v1/audiences/saved"
 OVERLAP_PATH = "/v1/audiences/overlap"
 MAX_OVERLAP = 4
-builder_body = json_body(64 * 1024, "a JSON object")
+MAX_BODY_BYTES = 64 * 1024
+builder_body = json_body(MAX_BODY_BYTES, "a JSON object")
+TOO_LARGE = error_doc(f"The body exceeds {MAX_BODY_BYTES} bytes.")
+QUERY_SCHEMA = {"$ref": "#/components/schemas/AudienceQuery"}
+"""The query tree's schema, which ``create_app`` publishes under components."""
 
 
 def admit(tree: Any, tenant: Tenant, engine: AudienceEngine, where: str = "") -> Node:
@@ -91,9 +105,74 @@ class DailyResponse(BaseModel):
 
 class ActivationBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    segment: str = Field(description="Segment id written to profiles: 1-64 of A-Z a-z 0-9 _ . -")
-    ttl_days: float = Field(description="Membership lasts this long after each run finding it.")
+    segment: str = Field(
+        pattern=r"^[A-Za-z0-9_.\-]{1,64}$",
+        description="Segment id written to profiles: 1-64 of A-Z a-z 0-9 _ . -",
+    )
+    ttl_days: float = Field(
+        gt=0,
+        le=MAX_TTL_DAYS,
+        description="Membership lasts this long after each run finding it.",
+    )
     active: bool = Field(default=True, description="False stops renewal; memberships expire.")
+
+
+AudienceName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_NAME_LENGTH,
+        pattern=NOT_BLANK,
+        description="Unique in the tenant, ignoring case; leading and trailing spaces dropped.",
+    ),
+]
+
+
+class SaveAudienceBody(BaseModel):
+    """The published schema of a save (read by ``json_body``, checked field by field)."""
+
+    model_config = ConfigDict(extra="forbid", title="SaveAudience")
+    name: AudienceName
+    query: dict = Field(description="The audience query tree.")
+    activation: ActivationBody | None = Field(default=None, description="Deliver to profiles.")
+
+
+class ChangeAudienceBody(BaseModel):
+    """The published schema of a change: only the fields given change."""
+
+    model_config = ConfigDict(extra="forbid", title="ChangeAudience")
+    name: AudienceName | None = None
+    query: dict | None = Field(default=None, description="The new query tree.")
+    activation: ActivationBody | None = Field(default=None, description="null removes it.")
+
+
+class OverlapBody(BaseModel):
+    model_config = ConfigDict(extra="forbid", title="Overlap")
+    ids: list[str] = Field(
+        min_length=2,
+        max_length=MAX_OVERLAP,
+        json_schema_extra={"uniqueItems": True},
+        description="Ids of 2-4 saved audiences of the tenant.",
+    )
+
+
+def _body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """``model``'s JSON schema as a request body; a ``query`` field is the query tree. Fields
+    that may be omitted are not nullable unless null means something (``activation``)."""
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    schema.pop("$defs", None)  # ActivationBody: published with the responses
+    properties = schema["properties"]
+    if "query" in properties:
+        properties["query"] = {**QUERY_SCHEMA}
+    if "name" in properties and "anyOf" in properties["name"]:
+        properties["name"] = properties["name"]["anyOf"][0]
+    return schema
+
+
+def _request_body(schema: dict[str, Any]) -> dict[str, Any]:
+    """``openapi_extra`` documenting a required JSON body of ``schema``."""
+    content = {"application/json": {"schema": schema}}
+    return {"requestBody": {"required": True, "content": content}}
 
 
 class SavedAudienceResponse(BaseModel):
@@ -146,17 +225,10 @@ def _store_errors() -> Iterator[None]:
         raise ApiError(409, "duplicate_name", exc.problem, f"$.{exc.field}") from None
     except SegmentTaken as exc:
         raise ApiError(409, "segment_taken", exc.problem, f"$.{exc.field}") from None
+    except ConcurrentChange as exc:
+        raise ApiError(409, "concurrent_change", exc.problem) from None
     except SavedAudienceError as exc:
         raise ApiError(400, "invalid_request", exc.problem, f"$.{exc.field}") from None
-
-
-def _object(body: Any, allowed: set[str]) -> dict:
-    if not isinstance(body, dict):
-        raise ApiError(400, "invalid_request", "expected a JSON object", "$")
-    unknown = sorted(set(body) - allowed)
-    if unknown:
-        raise ApiError(400, "invalid_request", "unknown field", f"$.{unknown[0]}")
-    return body
 
 
 def _saved(audience: SavedAudience) -> SavedAudienceResponse:
@@ -227,8 +299,10 @@ def builder_router(
         responses={
             400: error_doc("Not a valid query."),
             403: error_doc("The query names an app of another tenant."),
+            413: TOO_LARGE,
             422: error_doc("Unanswerable (unbuilt day, trimmed attribute, over 92 days)."),
         },
+        openapi_extra=_request_body(QUERY_SCHEMA),
     )
     def daily(tenant: TenantDep, tree: Annotated[Any, Depends(builder_body)]) -> DailyResponse:
         admit(tree, tenant, engine)
@@ -252,15 +326,18 @@ def builder_router(
             400: error_doc("A field is missing or invalid; `path` names it."),
             403: error_doc("The query names an app of another tenant."),
             409: error_doc(
-                "The tenant already has an audience of this name, or another audience "
-                "delivers the segment id."
+                "`duplicate_name`: the tenant has an audience of this name; `segment_taken`: "
+                "the segment id is not available (whoever holds it); `concurrent_change`: "
+                "another change of the audience is under way."
             ),
+            413: TOO_LARGE,
         },
+        openapi_extra=_request_body(_body_schema(SaveAudienceBody)),
     )
     def create_saved(
         tenant: TenantDep, body: Annotated[Any, Depends(builder_body)]
     ) -> SavedAudienceResponse:
-        body = _object(body, {"name", "query", "activation"})
+        body = json_object(body, {"name", "query", "activation"})
         if "query" not in body:
             raise ApiError(400, "invalid_request", "required, the audience query", "$.query")
         admit(body["query"], tenant, engine, "$.query")
@@ -289,15 +366,18 @@ def builder_router(
             403: error_doc("The query names an app of another tenant."),
             404: error_doc("No such audience in the tenant."),
             409: error_doc(
-                "The tenant already has an audience of this name, or another audience "
-                "delivers the segment id."
+                "`duplicate_name`: the tenant has an audience of this name; `segment_taken`: "
+                "the segment id is not available (whoever holds it); `concurrent_change`: "
+                "another change of the audience is under way."
             ),
+            413: TOO_LARGE,
         },
+        openapi_extra=_request_body(_body_schema(ChangeAudienceBody)),
     )
     def update_saved(
         tenant: TenantDep, audience_id: AudienceId, body: Annotated[Any, Depends(builder_body)]
     ) -> SavedAudienceResponse:
-        body = _object(body, {"name", "query", "activation"})
+        body = json_object(body, {"name", "query", "activation"})
         if "query" in body:
             admit(body["query"], tenant, engine, "$.query")
         activation = _activation(body) if "activation" in body else ...
@@ -316,7 +396,10 @@ def builder_router(
         tags=["saved audiences"],
         summary="Delete a saved audience",
         status_code=204,
-        responses={404: error_doc("No such audience in the tenant.")},
+        responses={
+            404: error_doc("No such audience in the tenant."),
+            409: error_doc("`concurrent_change`: another change of it is under way."),
+        },
     )
     def delete_saved(tenant: TenantDep, audience_id: AudienceId) -> Response:
         with _store_errors():
@@ -331,11 +414,13 @@ def builder_router(
         responses={
             400: error_doc("`ids` is not a list of 2-4 distinct audience ids."),
             404: error_doc("An id is not a saved audience of the tenant."),
+            413: TOO_LARGE,
             422: error_doc("An audience cannot be answered today; `path` names it."),
         },
+        openapi_extra=_request_body(_body_schema(OverlapBody)),
     )
     def overlap(tenant: TenantDep, body: Annotated[Any, Depends(builder_body)]) -> OverlapResponse:
-        ids = _object(body, {"ids"}).get("ids")
+        ids = json_object(body, {"ids"}).get("ids")
         if (
             not isinstance(ids, list)
             or not 2 <= len(ids) <= MAX_OVERLAP

@@ -44,6 +44,7 @@ from profile_store.audiences.tenants import MAX_MIN_COUNT, Tenant, Tenants
 from profile_store.erasure.http_api import ErasureDesk, erasure_router
 from profile_store.http_conventions import (
     admin_dependency,
+    document_request_errors,
     error_doc,
     hbase_reason,
     install_error_handlers,
@@ -51,6 +52,8 @@ from profile_store.http_conventions import (
     json_body,
     tenant_dependency,
 )
+from profile_store.http_edge import install_edge
+from profile_store.http_metrics import record_hbase_error
 from profile_store.profiles.http_api import profile_router
 from profile_store.profiles.reads import ProfileReader
 
@@ -402,9 +405,11 @@ def create_app(
                 table.families()
         except (TTransportException, OSError) as exc:
             logger.warning("health: HBase unreachable: %r", exc)
+            record_hbase_error("unavailable")
             status, detail, code = "unavailable", "HBase cannot be reached", 503
         except TException as exc:
             logger.warning("health: sketch table unreadable: %r", exc)
+            record_hbase_error("error")
             status, detail = "unavailable", f"sketch table unreadable: {hbase_reason(exc)}"
             code = 503
         elapsed_ms = (time.perf_counter() - started) * 1000
@@ -415,7 +420,9 @@ def create_app(
         if app.openapi_schema is None:
             schema = FastAPI.openapi(app)
             schema.setdefault("components", {}).setdefault("schemas", {}).update(query_schemas())
+            document_request_errors(schema)
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    install_edge(app, tenants)
     return app

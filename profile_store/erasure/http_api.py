@@ -22,7 +22,7 @@ from typing import Annotated, Any
 import pyarrow as pa
 from fastapi import APIRouter, Depends
 from fastapi import Path as UrlPath
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from profile_store.erasure.forget import forget
 from profile_store.erasure.report import load_report
@@ -35,11 +35,21 @@ from profile_store.erasure.requests import (
     ErasureRequestError,
     given_ids,
 )
-from profile_store.http_conventions import ApiError, error_doc, hbase_failures
+from profile_store.http_conventions import (
+    NOT_BLANK,
+    ApiError,
+    error_doc,
+    hbase_failures,
+    json_body,
+    json_object,
+)
 from profile_store.lake_storage import LakeStorage
 
 ERASURE_PATH = "/v1/admin/erasure-requests"
 MAX_IDS = 1000
+MAX_ID_LENGTH = 1024
+MAX_BODY_BYTES = 256 * 1024
+erasure_body = json_body(MAX_BODY_BYTES, "a JSON object of ids")
 _REQUEST_ID = re.compile(r"^er-\d{8}T\d{6}-[0-9a-f]{8}$")
 
 
@@ -54,8 +64,16 @@ class ErasureDesk:
     max_profiles: int = DEFAULT_MAX_PROFILES
 
 
+GivenIdText = Annotated[str, Field(min_length=1, max_length=MAX_ID_LENGTH, pattern=NOT_BLANK)]
+
+
 class ErasureRequestBody(BaseModel):
-    ids: list[str] = Field(description=f"The person's ids (1 to {MAX_IDS}).")
+    """The published schema of the body (read by ``json_body``, checked by ``given_ids``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    ids: list[GivenIdText] = Field(
+        min_length=1, max_length=MAX_IDS, description=f"The person's ids (1 to {MAX_IDS})."
+    )
     key_type: str = Field(
         default=PROFILE_ID,
         description="What the ids are: profile (device or cookie ids), member_id (logins), "
@@ -78,7 +96,33 @@ class ErasureRequestResponse(BaseModel):
     )
 
 
+def _request_fields(body: Any) -> tuple[list, str, int | None]:
+    """The body's ids, key type and bound, their shapes checked (ids' values by
+    ``given_ids``)."""
+    fields = json_object(body, {"ids", "key_type", "max_profiles"})
+    ids, key_type = fields.get("ids"), fields.get("key_type", PROFILE_ID)
+    max_profiles = fields.get("max_profiles")
+    if not isinstance(ids, list):
+        raise ApiError(400, "invalid_request", "ids: required, a list of ids", path="$.ids")
+    if not isinstance(key_type, str):
+        raise ApiError(400, "invalid_request", "key_type: must be a string", path="$.key_type")
+    if len(ids) > MAX_IDS:
+        raise ApiError(400, "invalid_request", f"ids: at most {MAX_IDS} ids", path="$.ids")
+    if max_profiles is not None and (
+        isinstance(max_profiles, bool) or not isinstance(max_profiles, int) or max_profiles < 1
+    ):
+        raise ApiError(
+            400,
+            "invalid_request",
+            "max_profiles: must be a whole number of at least 1",
+            path="$.max_profiles",
+        )
+    return ids, key_type, max_profiles
+
+
 def erasure_router(desk: ErasureDesk, current_admin: Callable[..., None]) -> APIRouter:
+    body_schema = ErasureRequestBody.model_json_schema()
+    body_schema["properties"]["key_type"]["enum"] = [PROFILE_ID, *desk.key_types]
     router = APIRouter(
         tags=["erasure"],
         dependencies=[Depends(current_admin)],
@@ -95,23 +139,31 @@ def erasure_router(desk: ErasureDesk, current_admin: Callable[..., None]) -> API
         status_code=202,
         response_model=ErasureRequestResponse,
         responses={
-            400: error_doc("No ids, too many, an empty id or an unknown key_type."),
+            400: error_doc(
+                "No ids, too many, an empty id, an unknown key_type or a max_profiles below 1."
+            ),
+            413: error_doc(f"The body exceeds {MAX_BODY_BYTES} bytes."),
             422: error_doc(
                 "Refused, nothing recorded: a given key is quarantined by the identity graph "
                 "(a shared login, a placeholder), or the person resolves to more profiles "
                 "than max_profiles."
             ),
         },
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/json": {"schema": body_schema}},
+            }
+        },
     )
-    def request_erasure(body: ErasureRequestBody) -> ErasureRequestResponse:
-        if len(body.ids) > MAX_IDS:
-            raise ApiError(400, "invalid_request", f"ids: at most {MAX_IDS} ids", path="$.ids")
+    def request_erasure(body: Annotated[Any, Depends(erasure_body)]) -> ErasureRequestResponse:
+        ids, key_type, max_profiles = _request_fields(body)
         try:
-            given = given_ids(body.ids, body.key_type, desk.key_types)
+            given = given_ids(ids, key_type, desk.key_types)
         except ErasureRequestError as exc:
             field = str(exc).split(":")[0].split("[")[0]
             raise ApiError(400, "invalid_request", str(exc), path=f"$.{field}") from None
-        bound = body.max_profiles or desk.max_profiles
+        bound = max_profiles or desk.max_profiles
         try:
             with hbase_failures("an erasure request"):
                 result = forget(desk.storage, desk.open_profiles_table, given, None, bound)

@@ -20,6 +20,7 @@ from .compaction import major_compact
 from .errors import (
     GatewayError,
     GatewayIllegalArgument,
+    GatewayInternalError,
     GatewayIOError,
     retries_exhausted,
     show_bytes,
@@ -362,8 +363,9 @@ class HbaseHandler:
         mput: object,
         attributes: object,
     ) -> bool:
-        if mput is None or mput.isDelete:
-            raise GatewayIllegalArgument("checkAndPut needs a put mutation")
+        if mput is None:  # HBase dereferences it: a NullPointerException in its handler
+            raise GatewayInternalError("NullPointerException")
+        # HBase builds a Put from the mutation whatever its isDelete says.
         return self.store.check_and_put(
             tableName, row, column, value, mput.column, mput.value or b""
         )

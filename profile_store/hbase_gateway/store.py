@@ -983,14 +983,13 @@ class Store:
     ) -> bool:
         """Put one cell if ``column``'s newest value equals ``expected`` (None: is absent).
 
-        As in HBase, an empty ``expected`` also matches a missing cell.
+        As in HBase, an empty ``expected`` also matches a missing cell; a column without a
+        qualifier fails as an internal error.
         """
         family, qualifier = parse_column(column)
         put_family, put_qualifier = parse_column(put_column)
-        if qualifier is None or put_qualifier is None:
-            raise GatewayIllegalArgument(
-                "IllegalArgumentException: checkAndPut needs family:qualifier columns"
-            )
+        if qualifier is None or put_qualifier is None:  # HBase indexes famAndQf[1]
+            raise GatewayInternalError("ArrayIndexOutOfBoundsException: Index 1 out of bounds")
         check_row_key(row)
         with self._stamped_write() as (conn, now):
             info = self._writable(name)

@@ -181,6 +181,42 @@ def test_another_tenant_sees_only_its_own_apps_and_audiences(service, page):
     assert "com.shop" not in page.content()
 
 
+MARKUP_NAME = '<img src=x onerror="window.injected=1"><b>Shoes</b> & "co"'
+MARKUP_ATTRIBUTE = "<i>size</i>"
+
+
+def test_an_audience_whose_names_hold_markup_opens_with_them_as_text(service, page):
+    """Saved through the API, its name and its filter's attribute hold markup; the attribute
+    was never kept, so the builder offers nothing for it: it keeps the filter as saved."""
+    query = {
+        "intersection": [
+            {"app_id": "com.shop", "event_type": "install", "last_days": 2},
+            {
+                "app_id": "com.shop",
+                "event_type": "purchase",
+                "last_days": 2,
+                "attributes": {MARKUP_ATTRIBUTE: "<b>42</b>"},
+            },
+        ]
+    }
+    httpx.post(
+        f"{service}/v1/audiences/saved",
+        json={"name": MARKUP_NAME, "query": query},
+        headers={"X-API-Key": SHOP_KEY},
+    ).raise_for_status()
+    connect(page, service, SHOP_KEY)
+    row = page.locator("#saved-list tbody tr").first
+    assert row.locator("td.name").text_content() == MARKUP_NAME
+    row.locator("button.open").click()
+    second = criterion(page, 1)
+    # The filter's selects exist at once and are filled when discovery answers.
+    playwright.expect(second.locator(".attribute-name")).to_have_value(MARKUP_ATTRIBUTE)
+    playwright.expect(second.locator(".attribute-value")).to_have_value("<b>42</b>")
+    second.locator(".criterion-error").filter(has_text="cannot be filtered on").wait_for()
+    assert MARKUP_ATTRIBUTE in second.locator(".criterion-error").text_content()
+    assert page.evaluate("window.injected") is None
+
+
 def test_an_unknown_key_is_told_and_shows_nothing(service, page):
     page.goto(service)
     page.fill("#api-key", "not-a-key-0123456789")

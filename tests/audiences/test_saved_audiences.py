@@ -86,6 +86,11 @@ def test_an_invalid_query_is_400_naming_its_path_inside_the_body(client):
             "required, 1-64 characters of letters, digits, _ . -",
         ),
         (
+            {"name": "x", "query": INSTALLERS, "activation": {"segment": "ab\n", "ttl_days": 3}},
+            "$.activation.segment",
+            "required, 1-64 characters of letters, digits, _ . -",
+        ),
+        (
             {"name": "x", "query": INSTALLERS, "activation": {"segment": "ab", "ttl_days": 0}},
             "$.activation.ttl_days",
             "required, a number of days in (0, 3650]",

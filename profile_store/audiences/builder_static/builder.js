@@ -146,6 +146,9 @@ async function attributesOf(eventType) {
   return state.attributes.get(cacheKey);
 }
 
+// A filter row; with a preset (an opened audience), the row keeps the saved attribute and value
+// even when discovery does not offer them (trimmed, never seen, or discovery failed), so the
+// query shown is the query saved, and the estimate says why it cannot be answered.
 async function addFilter(element, preset) {
   const eventType = $(".event-type", element).value;
   const item = document.createElement("li");
@@ -167,21 +170,29 @@ async function addFilter(element, preset) {
     discovered = await attributesOf(eventType);
   } catch (error) {
     $(".criterion-error", element).textContent = error.message;
-    return;
+    discovered = { attributes: [], day: null };
+    if (!preset) return;
   }
-  if (!discovered.attributes.length) {
+  let attributes = discovered.attributes;
+  if (preset && !attributes.some((a) => a.name === preset.name)) {
+    attributes = [...attributes, { name: preset.name, values: [] }];
+  }
+  if (!attributes.length) {
     item.replaceChildren(text("span", `no kept attributes for ${eventType}`, "hint"));
     return;
   }
   const fillValues = () => {
-    const attribute = discovered.attributes.find((a) => a.name === names.value);
-    values.replaceChildren(
-      ...attribute.values.map(
-        (v) => new Option(`${v.value} (~${formatCount(v.users)} users on ${discovered.day})`, v.value),
-      ),
+    const attribute = attributes.find((a) => a.name === names.value) || { values: [] };
+    const options = attribute.values.map(
+      (v) => new Option(`${v.value} (~${formatCount(v.users)} users on ${discovered.day})`, v.value),
     );
+    const saved = preset && names.value === preset.name ? preset.value : null;
+    if (saved !== null && !attribute.values.some((v) => v.value === saved)) {
+      options.push(new Option(saved, saved));
+    }
+    values.replaceChildren(...options);
   };
-  names.replaceChildren(...discovered.attributes.map((a) => new Option(a.name, a.name)));
+  names.replaceChildren(...attributes.map((a) => new Option(a.name, a.name)));
   if (preset) names.value = preset.name;
   fillValues();
   if (preset) values.value = preset.value;
@@ -194,7 +205,11 @@ async function addFilter(element, preset) {
 
 async function applyPreset(element, preset) {
   $(".connector", element).value = preset.connector || "intersection";
-  $(".event-type", element).value = preset.event_type;
+  const events = $(".event-type", element);
+  if (![...events.options].some((option) => option.value === preset.event_type)) {
+    events.append(new Option(preset.event_type, preset.event_type)); // kept as saved
+  }
+  events.value = preset.event_type;
   if (preset.last_days) {
     $(".mode-last", element).checked = true;
     $(".last-days", element).value = preset.last_days;
