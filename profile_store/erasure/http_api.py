@@ -102,6 +102,8 @@ def _request_fields(body: Any) -> tuple[list, str, int | None]:
     fields = json_object(body, {"ids", "key_type", "max_profiles"})
     ids, key_type = fields.get("ids"), fields.get("key_type", PROFILE_ID)
     max_profiles = fields.get("max_profiles")
+    if isinstance(max_profiles, float) and max_profiles.is_integer():
+        max_profiles = int(max_profiles)  # JSON Schema's integer: 5.0 is one
     if not isinstance(ids, list):
         raise ApiError(400, "invalid_request", "ids: required, a list of ids", path="$.ids")
     if not isinstance(key_type, str):
