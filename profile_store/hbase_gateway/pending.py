@@ -31,6 +31,7 @@ import mmap
 import os
 import pickle
 import sqlite3
+import struct
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -180,6 +181,20 @@ class PendingLog:
             del self._enqueued, self._applied
             self._map.close()
             self._conn.close()
+
+
+def read_counters(data_dir: Path) -> tuple[int, int]:
+    """``(enqueued, applied)`` as the store's processes last published them, for a process
+    that holds no store (the metrics endpoint); ``(0, 0)`` before a store was opened."""
+    try:
+        with open(data_dir / COUNTERS_FILE, "rb") as counters:
+            published = counters.read(16)
+    except FileNotFoundError:
+        return 0, 0
+    if len(published) < 16:
+        return 0, 0
+    enqueued, applied = struct.unpack("=qq", published)  # two native int64, as mapped above
+    return enqueued, applied
 
 
 class PendingStore(Protocol):
