@@ -59,7 +59,7 @@ class SlotActivity:
 
     __slots__ = ("_cells", "_slot", "_tag")
 
-    def __init__(self, cells: ctypes.Array, slot: int, serial: int) -> None:
+    def __init__(self, cells: memoryview, slot: int, serial: int) -> None:
         self._cells = cells
         self._slot = slot
         self._tag = (serial & _SERIAL_MASK) << _TIME_BITS
@@ -83,6 +83,7 @@ class ConnectionSlots:
         self._owner = RawArray(ctypes.c_int32, [FREE] * cap)
         self._serial = RawArray(ctypes.c_int64, cap)
         self._activity = RawArray(ctypes.c_int64, cap)
+        self._activity_cells = memoryview(self._activity).cast("B").cast("q")  # fast stores
         self._admitted_ms = RawArray(ctypes.c_int64, cap)
         self._counts = RawArray(ctypes.c_int32, workers)
         self._lock = threading.Lock()
@@ -110,7 +111,7 @@ class ConnectionSlots:
             self._serial[slot] = serial
             self._owner[slot] = self.index
             self._admitted_ms[slot] = now
-            SlotActivity(self._activity, slot, serial).blocked(now)
+            SlotActivity(self._activity_cells, slot, serial).blocked(now)
             self._counts[self.index] += 1
             return Admission(slot, serial, evicted_from)
 
@@ -129,7 +130,7 @@ class ConnectionSlots:
         return chosen
 
     def activity(self, admission: Admission) -> SlotActivity:
-        return SlotActivity(self._activity, admission.slot, admission.serial)
+        return SlotActivity(self._activity_cells, admission.slot, admission.serial)
 
     def holds(self, admission: Admission) -> bool:
         """Whether the connection admitted as ``admission`` still has its slot (not evicted)."""
@@ -142,13 +143,6 @@ class ConnectionSlots:
             if self.holds(admission):
                 self._owner[admission.slot] = FREE
                 self._counts[self.index] -= 1
-
-    def idle_ms(self, admission: Admission) -> int | None:
-        """How long the connection has been blocked on its socket (None: working)."""
-        word = self._activity[admission.slot]
-        if word >> _TIME_BITS != admission.serial & _SERIAL_MASK or not word & _TIME_MASK:
-            return None
-        return now_ms() - (word & _TIME_MASK)
 
     def open_connections(self) -> list[int]:
         """Open connections per worker (the accept balance, for logs, metrics and tests)."""

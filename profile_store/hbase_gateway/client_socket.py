@@ -69,15 +69,21 @@ class ClientSocket:
 
     def write(self, data: bytes) -> None:
         assert self.sock is not None
-        view = memoryview(data)
-        while view:
-            self.last_progress_ms = now_ms()  # a reply is ready: the server's progress
-            self._activity.blocked(self.last_progress_ms)
-            sent = self.sock.send(view)
-            self._activity.working()
-            self._sent += sent
-            view = view[sent:]
+        # A reply is ready: that is progress; a client that stops reading it is idle from now.
         self.last_progress_ms = now_ms()
+        self._activity.blocked(self.last_progress_ms)
+        sent = self.sock.send(data)
+        self._sent += sent
+        if sent < len(data):  # a large reply: the rest, as the client makes room for it
+            view = memoryview(data)[sent:]
+            while view:
+                self.last_progress_ms = now_ms()
+                self._activity.blocked(self.last_progress_ms)
+                sent = self.sock.send(view)
+                self._sent += sent
+                view = view[sent:]
+            self.last_progress_ms = now_ms()
+        self._activity.working()
 
     def flush(self) -> None:
         """The end of a reply, so the next bytes received begin the next call."""

@@ -69,7 +69,9 @@ BOUNDS = ("frame", "string")
 STORE_FILES = (DB_FILE, f"{DB_FILE}-wal", LOG_FILE, f"{LOG_FILE}-wal")
 
 _METHOD_INDEX = {name: i for i, name in enumerate(METHODS)}
+_UNKNOWN = _METHOD_INDEX[UNKNOWN_METHOD]
 _OUTCOME_INDEX = {name: i for i, name in enumerate(OUTCOMES)}
+_LATENCY_CELLS = len(LATENCY_BUCKETS) + 1  # a method's buckets, +Inf last
 
 
 class _Row:
@@ -77,7 +79,7 @@ class _Row:
 
     calls = 0
     latency = calls + len(METHODS) * len(OUTCOMES)  # per method: a count per bucket, +Inf
-    latency_sum = latency + len(METHODS) * (len(LATENCY_BUCKETS) + 1)
+    latency_sum = latency + len(METHODS) * _LATENCY_CELLS
     request_sizes = latency_sum + len(METHODS)
     request_size_sum = request_sizes + len(REQUEST_BUCKETS) + 1
     largest_request = request_size_sum + 1  # a maximum, not a sum
@@ -94,35 +96,49 @@ class MetricsRecorder:
     """What one process counts, into its row; thread-safe."""
 
     def __init__(self, cells: ctypes.Array, row: int) -> None:
-        self._cells = cells
-        self._base = row * _Row.size
+        self._cells = memoryview(cells).cast("B").cast("d")  # twice as fast as ctypes indexing
+        base = row * _Row.size
+        self._calls = base + _Row.calls
+        self._latency = base + _Row.latency
+        self._latency_sum = base + _Row.latency_sum
+        self._sizes = base + _Row.request_sizes
+        self._size_sum = base + _Row.request_size_sum
+        self._largest = base + _Row.largest_request
+        self._received = base + _Row.received
+        self._sent = base + _Row.sent
+        self._base = base
         self._lock = threading.Lock()
 
     def call(
-        self, method: str, outcome: str, seconds: float, request_bytes: int, transferred: tuple
+        self,
+        method: str,
+        outcome: str,
+        seconds: float,
+        request_bytes: int,
+        transferred: tuple[int, int],
     ) -> None:
         """A call answered: its method, outcome, seconds from its first byte to its reply
         sent, its size, and the bytes received and sent since the last report."""
-        m = _METHOD_INDEX.get(method, len(METHODS) - 1)
-        cells, base = self._cells, self._base
+        m = _METHOD_INDEX.get(method, _UNKNOWN)
+        calls = self._calls + m * len(OUTCOMES) + _OUTCOME_INDEX[outcome]
+        latency = self._latency + m * _LATENCY_CELLS + bisect.bisect_left(LATENCY_BUCKETS, seconds)
+        size = self._sizes + bisect.bisect_left(REQUEST_BUCKETS, request_bytes)
+        cells = self._cells
         with self._lock:
-            cells[base + _Row.calls + m * len(OUTCOMES) + _OUTCOME_INDEX[outcome]] += 1
-            bucket = bisect.bisect_left(LATENCY_BUCKETS, seconds)
-            cells[base + _Row.latency + m * (len(LATENCY_BUCKETS) + 1) + bucket] += 1
-            cells[base + _Row.latency_sum + m] += seconds
-            cells[
-                base + _Row.request_sizes + bisect.bisect_left(REQUEST_BUCKETS, request_bytes)
-            ] += 1
-            cells[base + _Row.request_size_sum] += request_bytes
-            if request_bytes > cells[base + _Row.largest_request]:
-                cells[base + _Row.largest_request] = request_bytes
-            cells[base + _Row.received] += transferred[0]
-            cells[base + _Row.sent] += transferred[1]
+            cells[calls] += 1
+            cells[latency] += 1
+            cells[self._latency_sum + m] += seconds
+            cells[size] += 1
+            cells[self._size_sum] += request_bytes
+            if request_bytes > cells[self._largest]:
+                cells[self._largest] = request_bytes
+            cells[self._received] += transferred[0]
+            cells[self._sent] += transferred[1]
 
     def transferred(self, received: int, sent: int) -> None:
         with self._lock:
-            self._cells[self._base + _Row.received] += received
-            self._cells[self._base + _Row.sent] += sent
+            self._cells[self._received] += received
+            self._cells[self._sent] += sent
 
     def connection(self, event: str) -> None:
         """``admitted``, ``evicted`` (closed to admit another) or ``refused``."""
@@ -196,7 +212,7 @@ def _call_families(totals: list[float]) -> Iterator[Metric]:
         "Seconds from a call's first byte received to its reply sent",
         labels=["method"],
     )
-    buckets = len(LATENCY_BUCKETS) + 1
+    buckets = _LATENCY_CELLS
     for m, method in enumerate(METHODS):
         for o, outcome in enumerate(OUTCOMES):
             count = totals[_Row.calls + m * len(OUTCOMES) + o]

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import happybase
+import Hbase_thrift
 import pytest
 from gateway_metrics import scrape
 from gateway_sockets import (
@@ -23,7 +24,7 @@ from gateway_sockets import (
     idle_sockets,
     still_open,
 )
-from thrift_bytes import half_call, put_call
+from thrift_bytes import encoded_call, half_call, put_call
 from thriftpy2.transport import TTransportException
 
 from profile_store.hbase_client import table_opener
@@ -120,6 +121,37 @@ def test_a_call_whose_bytes_keep_arriving_is_not_idle(tmp_path: Path) -> None:
         assert newcomer.table("t").row(b"r") == {b"f:c": b"slowly"}
         newcomer.close()
         slow.close()
+
+
+def test_a_client_that_stopped_reading_its_reply_is_idle(tmp_path: Path) -> None:
+    with EmbeddedGateway(tmp_path, workers=1, server_args=("--max-connections", "1")) as gateway:
+        setup = happybase.Connection(**gateway.connection_kwargs())
+        setup.create_table("t", {"f": {}})
+        rows = [b"r%03d" % i for i in range(400)]
+        with setup.table("t").batch(batch_size=50) as batch:
+            for row in rows:
+                batch.put(row, {b"f:c": b"x" * 40_000})  # a 16 MB reply: more than buffers hold
+        setup.close()
+        stalled = socket.socket()
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        stalled.connect((gateway.host, gateway.port))
+        get_rows = Hbase_thrift.Hbase.getRows_args(tableName=b"t", rows=rows, attributes={})
+        stalled.sendall(encoded_call("getRows", get_rows))  # and never reads the reply
+        # Refused while its call is served; admitted once the reply waits on the client.
+        kwargs = gateway.connection_kwargs()
+        deadline = time.monotonic() + 60
+        while True:
+            newcomer = happybase.Connection(timeout=60_000, autoconnect=False, **kwargs)
+            try:
+                newcomer.open()
+                assert newcomer.tables() == [b"t"]
+                break
+            except (TTransportException, ConnectionError):
+                assert time.monotonic() < deadline, "the stalled reader was never closed"
+                time.sleep(0.1)
+            finally:
+                newcomer.close()
+        assert closed_by_server(stalled)
 
 
 def test_a_connection_inside_a_call_is_never_closed_to_admit_another(tmp_path: Path) -> None:
