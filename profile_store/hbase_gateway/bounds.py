@@ -5,10 +5,13 @@ makes its Cython transport allocate that much and read until it has it, so one s
 make a worker buffer any amount. The gateway counts the bytes of each call as they arrive,
 below thriftpy2 (``ClientSocket``), and closes a connection whose call passes ``max_frame``
 before thriftpy2 sees the byte that passed it; with the framed transport a frame header over
-the bound is refused before any of its payload is read. That is what Apache HBase's Thrift
-server does: frames over ``hbase.regionserver.thrift.framed.max_frame_size_in_mb`` (2 MiB by
-default), and with the buffered transport calls over libthrift's ``maxMessageSize`` (100 MiB),
-end the connection.
+the bound is refused before any of its payload is read. Apache HBase 2.6's Thrift server does
+the same with frames over ``hbase.regionserver.thrift.framed.max_frame_size_in_mb`` (2 MiB by
+default) and, buffered, with calls over libthrift's ``maxMessageSize`` (100 MiB). The default
+here, 16 MiB (libthrift's own frame bound is 16,384,000 bytes), is six times the largest call
+the pipeline was measured to send (2.6 MiB, a day of a million events); decoding multiplies
+what a call holds (a list of empty structs: about 100 bytes of Python objects per byte), so a
+bound far above real calls would only widen what one call can cost.
 
 A string over ``max_string`` inside a call within the frame bound (a cell value, a row key, a
 filter string) fails the call alone with ``IllegalArgument`` naming the field and the bound,
@@ -23,7 +26,7 @@ from dataclasses import dataclass
 
 from thriftpy2.transport import TTransportException
 
-DEFAULT_MAX_FRAME_BYTES = 100 * 1024 * 1024  # libthrift's maxMessageSize in HBase 2.6
+DEFAULT_MAX_FRAME_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_STRING_BYTES = 10 * 1024 * 1024  # HBase's hbase.client.keyvalue.maxsize
 
 

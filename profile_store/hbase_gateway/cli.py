@@ -74,7 +74,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         default=DEFAULT_MAX_FRAME_BYTES,
         metavar="BYTES",
         help="bytes of one call (with --transport framed, of one frame); a connection sending "
-        "more is closed and logged (default %(default)s, libthrift's message bound in HBase)",
+        "more is closed and logged (default %(default)s)",
     )
     parser.add_argument(
         "--max-string-size",

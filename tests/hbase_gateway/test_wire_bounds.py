@@ -189,10 +189,10 @@ def test_a_128_mib_string_at_the_default_bounds_closes_its_connection_and_others
     ) in log
 
 
-def test_the_bounds_default_to_libthrift_s_message_and_hbase_s_cell_sizes(tmp_path: Path) -> None:
+def test_the_bounds_default_to_16_mib_calls_and_10_mib_strings(tmp_path: Path) -> None:
     args = build_parser().parse_args(["hbase-gateway", "--data-dir", str(tmp_path)])
-    assert (args.max_frame_size, args.max_string_size) == (100 * MIB, 10 * MIB)
-    assert (DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_STRING_BYTES) == (104_857_600, 10_485_760)
+    assert (args.max_frame_size, args.max_string_size) == (16 * MIB, 10 * MIB)
+    assert (DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_STRING_BYTES) == (16_777_216, 10_485_760)
     with pytest.raises(SystemExit):
         build_parser().parse_args(
             ["hbase-gateway", "--data-dir", str(tmp_path), "--max-frame-size", "0"]
