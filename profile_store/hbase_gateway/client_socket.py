@@ -86,8 +86,10 @@ class ClientSocket:
         self._activity.working()
 
     def flush(self) -> None:
-        """The end of a reply, so the next bytes received begin the next call."""
+        """The end of a reply: the next bytes received begin the next call, and until they come
+        the connection waits on its client (idle, whatever the thread does after the reply)."""
         self.call_bytes = 0
+        self._activity.blocked(self.last_progress_ms)
 
     def take_transferred(self) -> tuple[int, int]:
         """Bytes received and sent since the last time this was asked."""

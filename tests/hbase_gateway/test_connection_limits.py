@@ -186,6 +186,34 @@ def test_a_connection_inside_a_call_is_never_closed_to_admit_another(tmp_path: P
         server.store.close()
 
 
+def test_a_connection_is_idle_once_its_reply_is_sent_whatever_the_server_does_after(
+    tmp_path: Path,
+) -> None:
+    server = GatewayServer(Store(tmp_path), port=0, max_connections=1)
+    after_reply, finish = threading.Event(), threading.Event()
+
+    def slow_work_after_reply() -> None:  # e.g. a scanner preparing its next reply
+        after_reply.set()
+        finish.wait(30)
+
+    server.handler.run_after_reply = slow_work_after_reply
+    serving = threading.Thread(target=server.serve_forever, daemon=True)
+    serving.start()
+    try:
+        answered = happybase.Connection(host=server.host, port=server.port)
+        assert answered.tables() == []
+        assert after_reply.wait(30)
+        newcomer = socket.create_connection((server.host, server.port), timeout=30)
+        assert still_open(newcomer)  # admitted in the answered connection's slot
+        assert server.evicted == 1 and server.refused == 0
+        newcomer.close()
+    finally:
+        finish.set()
+        server.shutdown()
+        serving.join(10)
+        server.store.close()
+
+
 def test_a_connection_idle_past_the_timeout_is_closed_and_its_slot_freed(tmp_path: Path) -> None:
     args = ("--max-connections", "2", "--idle-timeout", "1")
     with EmbeddedGateway(tmp_path, server_args=args) as gateway:
