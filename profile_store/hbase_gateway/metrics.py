@@ -109,16 +109,9 @@ class MetricsRecorder:
         self._base = base
         self._lock = threading.Lock()
 
-    def call(
-        self,
-        method: str,
-        outcome: str,
-        seconds: float,
-        request_bytes: int,
-        transferred: tuple[int, int],
-    ) -> None:
+    def call(self, method: str, outcome: str, seconds: float, request_bytes: int) -> None:
         """A call answered: its method, outcome, seconds from its first byte to its reply
-        sent, its size, and the bytes received and sent since the last report."""
+        ready, and its size."""
         m = _METHOD_INDEX.get(method, _UNKNOWN)
         calls = self._calls + m * len(OUTCOMES) + _OUTCOME_INDEX[outcome]
         latency = self._latency + m * _LATENCY_CELLS + bisect.bisect_left(LATENCY_BUCKETS, seconds)
@@ -132,10 +125,9 @@ class MetricsRecorder:
             cells[self._size_sum] += request_bytes
             if request_bytes > cells[self._largest]:
                 cells[self._largest] = request_bytes
-            cells[self._received] += transferred[0]
-            cells[self._sent] += transferred[1]
 
     def transferred(self, received: int, sent: int) -> None:
+        """Bytes received from and sent to a client since its last report."""
         with self._lock:
             self._cells[self._received] += received
             self._cells[self._sent] += sent
@@ -209,7 +201,7 @@ def _call_families(totals: list[float]) -> Iterator[Metric]:
     )
     latency = HistogramMetricFamily(
         "hbase_gateway_call_duration_seconds",
-        "Seconds from a call's first byte received to its reply sent",
+        "Seconds from a call's first byte received to its reply ready to send",
         labels=["method"],
     )
     buckets = _LATENCY_CELLS

@@ -81,14 +81,17 @@ class GatewayProcessor(TProcessor):
     def process(self, iprot: Any, oprot: Any, connection: ClientSocket) -> None:
         api, seqid, args = self._read_call(iprot)
         request_bytes = connection.call_bytes
-        outcome = self._answer(oprot, api, seqid, args, request_bytes)
-        self._metrics.call(
-            api,
-            outcome,
-            time.perf_counter() - connection.call_started,
-            request_bytes,
-            connection.take_transferred(),
-        )
+        outcome, reply = self._run(api, args, request_bytes)
+        # Counted before the reply leaves: a client holding its answer finds its call counted.
+        seconds = time.perf_counter() - connection.call_started
+        self._metrics.call(api, outcome, seconds, request_bytes)
+        if isinstance(reply, TApplicationException):
+            self.send_exception(oprot, api, reply, seqid)
+        elif type(getattr(reply, "success", None)) is EncodedRows:  # a scan reply, pre-encoded
+            write_reply(oprot, api, seqid, reply.success)
+        elif not reply.oneway:
+            self.send_result(oprot, api, reply, seqid)
+        self._metrics.transferred(*connection.take_transferred())
         if outcome != "TApplicationException":
             self._handler.run_after_reply()
 
@@ -105,42 +108,35 @@ class GatewayProcessor(TProcessor):
         iprot.read_message_end()
         return api, seqid, args
 
-    def _answer(self, oprot: Any, api: str, seqid: int, args: Any, request_bytes: int) -> str:
-        """Run the call and send its reply; returns the outcome (a label of ``metrics``)."""
+    def _run(self, api: str, args: Any, request_bytes: int) -> tuple[str, Any]:
+        """Run the call: ``(outcome, reply)``, the outcome a label of ``metrics`` and the
+        reply the ``<api>_result`` to send, or the ``TApplicationException`` to send instead."""
         if isinstance(args, TApplicationException):
-            self.send_exception(oprot, api, args, seqid)
-            return "TApplicationException"
+            return "TApplicationException", args
         result = getattr(self._service, api + "_result")()
-        outcome = "success"
         try:
             if request_bytes > self._max_string:  # only such a call can hold such a string
                 self._check_strings(api, args)
             names = [spec[1] for spec in args.thrift_spec.values()]
             result.success = getattr(self._handler, api)(*(args.__dict__[n] for n in names))
         except TApplicationException as exc:
-            self.send_exception(oprot, api, exc, seqid)
-            return "TApplicationException"
+            return "TApplicationException", exc
         except GatewayInternalError as exc:
             message = f"Internal error processing {api}: {exc.message}"
-            self._send_application_error(oprot, api, seqid, message)
-            return "TApplicationException"
+            return "TApplicationException", _application_error(message)
         except GatewayError as exc:
             outcome = self._attach(result, exc, exc.message)
             if outcome is None:
-                self._send_application_error(oprot, api, seqid, exc.message, unknown=True)
-                return "TApplicationException"
+                return "TApplicationException", _application_error(exc.message, unknown=True)
+            return outcome, result
         except Exception as exc:
             logger.exception("Thrift call %s failed", api)
             message = f"{type(exc).__name__}: {exc}"
             outcome = self._attach(result, exc, message)
             if outcome is None:
-                self._send_application_error(oprot, api, seqid, message)
-                return "TApplicationException"
-        if type(getattr(result, "success", None)) is EncodedRows:  # a scan reply, pre-encoded
-            write_reply(oprot, api, seqid, result.success)
-        elif not result.oneway:
-            self.send_result(oprot, api, result, seqid)
-        return outcome
+                return "TApplicationException", _application_error(message)
+            return outcome, result
+        return "success", result
 
     def _check_strings(self, api: str, args: Any) -> None:
         found = oversized_string(args, self._max_string)
@@ -151,12 +147,6 @@ class GatewayProcessor(TProcessor):
                 f"IllegalArgumentException: {api}: {path} is {length} bytes, over the "
                 f"gateway's bound of {self._max_string} bytes (--max-string-size)"
             )
-
-    def _send_application_error(
-        self, oprot: Any, api: str, seqid: int, message: str, unknown: bool = False
-    ) -> None:
-        kind = TApplicationException.UNKNOWN if unknown else TApplicationException.INTERNAL_ERROR
-        self.send_exception(oprot, api, TApplicationException(kind, message), seqid)
 
     def _attach(self, result: Any, exc: Exception, message: str) -> str | None:
         """Store the matching declared exception on ``result`` and return its name; None if
@@ -174,6 +164,11 @@ class GatewayProcessor(TProcessor):
             setattr(result, declared[_IDL.IOError], _IDL.IOError(message=message))
             return "IOError"
         return None
+
+
+def _application_error(message: str, unknown: bool = False) -> TApplicationException:
+    kind = TApplicationException.UNKNOWN if unknown else TApplicationException.INTERNAL_ERROR
+    return TApplicationException(kind, message)
 
 
 DEFAULT_MAX_CONNECTIONS = 256
