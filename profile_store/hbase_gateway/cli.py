@@ -7,8 +7,10 @@ import json
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,11 +21,13 @@ from profile_store.cli_conventions import (
     whole_number,
 )
 
+from .bounds import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_STRING_BYTES, WireBounds
 from .compaction import (
     DEFAULT_AFTER_CELLS,
     DEFAULT_INTERVAL_S,
     DEFAULT_QUIET_S,
 )
+from .metrics import GatewayCollector, GatewayMetrics, metrics_server
 from .server import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
@@ -61,8 +65,32 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         "--max-connections",
         type=positive_int,
         default=DEFAULT_MAX_CONNECTIONS,
-        help="client connections served at once; further ones are closed at once "
-        "(default %(default)s)",
+        help="client connections served at once, over every worker; at the cap the longest-idle "
+        "connection is closed to admit a new one (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-frame-size",
+        type=positive_int,
+        default=DEFAULT_MAX_FRAME_BYTES,
+        metavar="BYTES",
+        help="bytes of one call (with --transport framed, of one frame); a connection sending "
+        "more is closed and logged (default %(default)s)",
+    )
+    parser.add_argument(
+        "--max-string-size",
+        type=positive_int,
+        default=DEFAULT_MAX_STRING_BYTES,
+        metavar="BYTES",
+        help="bytes of one string or value in a call; a call holding a longer one fails with "
+        "IllegalArgument (default %(default)s, HBase's hbase.client.keyvalue.maxsize)",
+    )
+    parser.add_argument(
+        "--metrics-port",
+        type=port_number,
+        default=None,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics; 0 picks a free port "
+        "(default: off)",
     )
     parser.add_argument(
         "--workers",
@@ -152,7 +180,11 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.workers > 1:
         return _run_workers(args)
+    metrics = GatewayMetrics(1)
+    recorder = metrics.recorder(0)
     store = Store(args.data_dir, deferred_batch_mutations=args.defer_batches_from)
+    store.on_compacted = recorder.compacted
+    metrics_listener = None
     try:
         server = GatewayServer(
             store,
@@ -162,7 +194,10 @@ def run(args: argparse.Namespace) -> int:
             protocol=args.protocol,
             max_connections=args.max_connections,
             idle_timeout_s=args.idle_timeout,
+            bounds=WireBounds(args.max_frame_size, args.max_string_size),
+            metrics=recorder,
         )
+        metrics_listener = _bind_metrics(args)
     except BaseException:
         store.close()
         raise
@@ -170,17 +205,47 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(signum, lambda *_: server.shutdown())
     if args.exit_with_stdin:
         threading.Thread(target=_shutdown_on_eof, args=(server,), daemon=True).start()
-    _log_listening(args, server.address, 1)
+    stop_metrics = _serve_metrics(
+        metrics_listener, GatewayCollector(metrics, server.slots, args.data_dir, 1)
+    )
+    _log_listening(args, server.address, 1, metrics_listener)
     if args.ready_file is not None:
-        _write_ready_file(args.ready_file, server.host, server.port)
+        _write_ready_file(args.ready_file, server.host, server.port, metrics_listener)
     stop_upkeep = start_upkeep(store, args)
     try:
         server.serve_forever()
     finally:
+        stop_metrics()
         stop_upkeep()
         store.close()
         logger.info("hbase-gateway on %s stopped", server.address)
     return 0
+
+
+def _bind_metrics(args: argparse.Namespace) -> socket.socket | None:
+    """The metrics endpoint's socket, bound before serving (and before any fork), so a port
+    in use fails the start and ``--metrics-port 0`` is known to the ready file."""
+    return None if args.metrics_port is None else bind_listener(args.host, args.metrics_port)
+
+
+def _serve_metrics(
+    listener: socket.socket | None, collector: GatewayCollector
+) -> Callable[[], None]:
+    """Serve ``/metrics`` on a thread of this process; returns the function that stops it."""
+    if listener is None:
+        return lambda: None
+    server = metrics_server(listener, collector)
+    serving = threading.Thread(
+        target=server.serve_forever, name="hbase-gateway-metrics", daemon=True
+    )
+    serving.start()
+
+    def stop() -> None:
+        server.shutdown()
+        serving.join()
+        server.server_close()
+
+    return stop
 
 
 def _run_workers(args: argparse.Namespace) -> int:
@@ -188,24 +253,36 @@ def _run_workers(args: argparse.Namespace) -> int:
     so workers never race to create its schema, and closed before any fork."""
     Store(args.data_dir).close()
     listener = bind_listener(args.host, args.port)
-    supervisor = Supervisor(args, listener, args.workers)
+    try:
+        metrics_listener = _bind_metrics(args)
+    except BaseException:
+        listener.close()
+        raise
+    supervisor = Supervisor(args, listener, args.workers, metrics_listener=metrics_listener)
     address = f"{supervisor.host}:{supervisor.port}"
 
     def ready() -> None:
-        _log_listening(args, address, args.workers)
+        _log_listening(args, address, args.workers, metrics_listener)
         if args.ready_file is not None:
-            _write_ready_file(args.ready_file, supervisor.host, supervisor.port)
+            _write_ready_file(args.ready_file, supervisor.host, supervisor.port, metrics_listener)
 
     supervisor.on_ready = ready
     try:
         code = supervisor.run()
     finally:
         listener.close()
+        if metrics_listener is not None:
+            metrics_listener.close()
     logger.info("hbase-gateway on %s stopped", address)
     return code
 
 
-def _log_listening(args: argparse.Namespace, address: str, workers: int) -> None:
+def _log_listening(
+    args: argparse.Namespace,
+    address: str,
+    workers: int,
+    metrics_listener: socket.socket | None,
+) -> None:
     logger.info(
         "hbase-gateway listening on %s (transport=%s, protocol=%s, data_dir=%s, pid=%d, "
         "workers=%d)",
@@ -216,6 +293,9 @@ def _log_listening(args: argparse.Namespace, address: str, workers: int) -> None
         os.getpid(),
         workers,
     )
+    if metrics_listener is not None:
+        host, port = metrics_listener.getsockname()[:2]
+        logger.info("hbase-gateway metrics at http://%s:%d/metrics", host, port)
 
 
 def _shutdown_on_eof(server: GatewayServer) -> None:
@@ -229,11 +309,17 @@ def _shutdown_on_eof(server: GatewayServer) -> None:
         server.shutdown()
 
 
-def _write_ready_file(path: Path, host: str, port: int) -> None:
-    """Atomically publish the bound address, so a watcher never reads half a file."""
+def _write_ready_file(
+    path: Path, host: str, port: int, metrics_listener: socket.socket | None
+) -> None:
+    """Atomically publish the bound address (and the metrics port, if served), so a watcher
+    never reads half a file."""
+    ready: dict[str, object] = {"host": host, "port": port, "pid": os.getpid()}
+    if metrics_listener is not None:
+        ready["metrics_port"] = metrics_listener.getsockname()[1]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"host": host, "port": port, "pid": os.getpid()}))
+    tmp.write_text(json.dumps(ready))
     os.replace(tmp, path)
 
 

@@ -38,6 +38,7 @@ import mmap
 import os
 import pickle
 import sqlite3
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -250,6 +251,20 @@ def truncate_wal(conn: sqlite3.Connection, attempts: int) -> bool:
             return True
         time.sleep(0.02)
     return False
+
+
+def read_counters(data_dir: Path) -> tuple[int, int]:
+    """``(enqueued, applied)`` as the store's processes last published them, for a process
+    that holds no store (the metrics endpoint); ``(0, 0)`` before a store was opened."""
+    try:
+        with open(data_dir / COUNTERS_FILE, "rb") as counters:
+            published = counters.read(16)
+    except FileNotFoundError:
+        return 0, 0
+    if len(published) < 16:
+        return 0, 0
+    enqueued, applied = struct.unpack("=qq", published)  # two native int64, as mapped above
+    return enqueued, applied
 
 
 class PendingStore(Protocol):

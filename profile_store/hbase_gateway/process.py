@@ -70,10 +70,15 @@ class EmbeddedGateway:
         log_path: str | Path | None = None,
         server_args: tuple[str, ...] = (),
         workers: int | None = None,
+        metrics_port: int | None = None,
     ) -> None:
         """``server_args``: more ``hbase-gateway`` options, e.g. ``("--max-connections", "8")``;
-        ``workers``: serving processes (None: ``hbase-gateway``'s default, see ``--workers``)."""
+        ``workers``: serving processes (None: ``hbase-gateway``'s default, see ``--workers``);
+        ``metrics_port``: serve Prometheus metrics there (0: a free port, then in
+        ``metrics_port`` once started; None: off, what a pipeline run needs)."""
         self.data_dir = Path(data_dir)
+        self.requested_metrics_port = metrics_port
+        self.metrics_port: int | None = None
         self.server_args = tuple(server_args)
         self.workers = default_workers() if workers is None else workers
         if self.workers < 1:
@@ -133,6 +138,8 @@ class EmbeddedGateway:
             str(self.workers),
             *self.server_args,
         ]
+        if self.requested_metrics_port is not None:
+            command += ["--metrics-port", str(self.requested_metrics_port)]
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (_PACKAGE_ROOT, env.get("PYTHONPATH")) if p)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
@@ -150,11 +157,19 @@ class EmbeddedGateway:
             ready_file.unlink(missing_ok=True)
         return self
 
+    @property
+    def metrics_url(self) -> str:
+        if self.metrics_port is None:
+            raise RuntimeError("the gateway serves no metrics (start it with metrics_port)")
+        return f"http://{self.host}:{self.metrics_port}/metrics"
+
     def _wait_for_port(self, ready_file: Path) -> int:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             if ready_file.exists():
-                return int(json.loads(ready_file.read_text())["port"])
+                ready = json.loads(ready_file.read_text())
+                self.metrics_port = ready.get("metrics_port")
+                return int(ready["port"])
             if not self.running:
                 raise GatewayStartError(f"the gateway exited during start-up:\n{self._log_tail()}")
             time.sleep(0.02)

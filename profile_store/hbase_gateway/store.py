@@ -210,6 +210,8 @@ class Store:
         self._closed = False
         self._deferred_batch_mutations = deferred_batch_mutations
         self._clock = clock
+        self.on_compacted: Callable[[bool, int], None] | None = None
+        """Called after each compaction with ``(major, cell versions reclaimed)``: metrics."""
         self._pending = PendingLog(self.data_dir, busy_timeout_ms)
         self._writer = self._connect()
         self._writer.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only effective on a new file
@@ -628,6 +630,7 @@ class Store:
         with self._write() as conn:
             conn.execute("DELETE FROM meta WHERE key = ?", (f"written:{info.table_id}",))
         after: bytes | None = None
+        reclaimed = 0
         while True:
             with self._write() as conn:
                 current = self._catalog.get(name)
@@ -647,20 +650,20 @@ class Store:
                 if not _reclaimable(conn, info, low, high, now):
                     continue
                 for fam, family in enumerate(info.families):
-                    conn.execute(
+                    reclaimed += conn.execute(
                         f"DELETE FROM {info.cells_table} WHERE (row, fam, qual, ts) IN ("
                         "SELECT row, fam, qual, ts FROM (SELECT row, fam, qual, ts, ROW_NUMBER() "
                         "OVER (PARTITION BY row, fam, qual ORDER BY ts DESC) AS n "
                         f"FROM {info.cells_table} WHERE row >= ? AND row <= ? AND fam = ?) "
                         "WHERE n > ?)",
                         (low, high, fam, family.max_versions),
-                    )
+                    ).rowcount
                     if family.ttl_ms is not None:
-                        conn.execute(
+                        reclaimed += conn.execute(
                             f"DELETE FROM {info.cells_table} "
                             "WHERE row >= ? AND row <= ? AND fam = ? AND ts < ?",
                             (low, high, fam, now - family.ttl_ms),
-                        )
+                        ).rowcount
         stored = self.stored_cells(name)  # counted on a reader: writers go on meanwhile
         with self._write() as conn:
             conn.execute(
@@ -673,6 +676,8 @@ class Store:
             with self._write_lock:
                 self._writer.executescript("PRAGMA incremental_vacuum;")  # runs to completion
                 self.checkpoint()
+        if self.on_compacted is not None:
+            self.on_compacted(major, reclaimed)
 
     # -- reads ---------------------------------------------------------------------------------
 

@@ -11,14 +11,17 @@ a single-process gateway does. What they share:
   exactly as with one process;
 * a ``CatalogSignal`` (shared memory): a table created, disabled or deleted through one worker
   is seen by the next call on any other;
-* ``SharedSlots`` (shared memory and a file lock): the connection cap is the total.
+* ``SharedSlots`` (shared memory, a file lock, a pipe per worker): the connection cap is the
+  total, and the longest-idle connection of any worker makes room for a newcomer;
+* ``GatewayMetrics`` (shared memory): a row of counters per process, summed by ``/metrics``.
 
 Scanners live in the worker that opened them, as does the connection they belong to.
 
 The parent stays single-threaded and never holds a store connection, so it can fork again at
 any time to replace a worker that died. The upkeep (applying the batches the workers deferred,
-background compaction) needs a store, so it runs in one more child of its own. Children die with
-the parent (``PR_SET_PDEATHSIG``), even on SIGKILL.
+background compaction) needs a store, so it runs in one more child of its own, and so does the
+metrics endpoint (``--metrics-port``). Children die with the parent (``PR_SET_PDEATHSIG``), even
+on SIGKILL.
 """
 
 from __future__ import annotations
@@ -26,25 +29,28 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
-import fcntl
 import logging
 import os
 import select
 import signal
 import socket
+import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterator
-from multiprocessing.sharedctypes import RawArray
+from collections.abc import Callable
 
+from .admission import SharedSlots
+from .bounds import WireBounds
 from .compaction import BackgroundCompactor
+from .metrics import GatewayCollector, GatewayMetrics, MetricsRecorder, metrics_server
 from .pending import PendingApplier
-from .server import ConnectionSlots, GatewayServer
+from .server import GatewayServer
 from .store import CatalogSignal, Store
 
 logger = logging.getLogger(__name__)
 
 UPKEEP = -1  # the role of the upkeep child (pending batches, compaction); workers count from 0
+METRICS = -2  # the role of the child serving /metrics (with --metrics-port)
 MAX_RESTARTS = 5  # children restarted within RESTART_WINDOW_S before the gateway gives up
 RESTART_WINDOW_S = 60.0
 SHUTDOWN_TIMEOUT_S = 25.0  # then SIGKILL: within EmbeddedGateway.stop()'s 30 s
@@ -59,62 +65,6 @@ def default_workers() -> int:
     return max(1, min(os.cpu_count() or 1, 4))
 
 
-class SharedSlots(ConnectionSlots):
-    """The connection cap across the worker processes of one gateway.
-
-    Each worker counts its open connections in its own cell of a shared array; admission sums
-    them under a ``flock`` (released by the kernel if its holder dies, unlike a semaphore). The
-    counts also tell a worker whether another one is less busy (``defer_accept``).
-    """
-
-    def __init__(self, cap: int, workers: int) -> None:
-        super().__init__(cap)
-        self._counts = RawArray(ctypes.c_int32, workers)
-        self._memfd = os.memfd_create("hbase-gateway-slots")
-        self._lock_fd = self._memfd  # the parent's; a worker opens its own after the fork
-        self._index = -1
-
-    def bind(self, index: int) -> None:
-        """Become worker ``index`` (in the child, after the fork). A file lock excludes other
-        open file descriptions only, so each worker opens the file anew."""
-        self._index = index
-        self._lock_fd = os.open(f"/proc/self/fd/{self._memfd}", os.O_RDWR | os.O_CLOEXEC)
-        self._counts[index] = 0
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        with self._lock:
-            fcntl.flock(self._lock_fd, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
-
-    def acquire(self) -> bool:
-        with self._locked():
-            if sum(self._counts) >= self.cap:
-                return False
-            self._counts[self._index] += 1
-            return True
-
-    def release(self) -> None:
-        with self._locked():
-            self._counts[self._index] -= 1
-
-    def defer_accept(self) -> bool:
-        mine = self._counts[self._index]
-        return any(count < mine for count in self._counts)
-
-    def open_connections(self) -> list[int]:
-        """Open connections per worker (the accept balance, for logs and tests)."""
-        return list(self._counts)
-
-    def reset(self, index: int) -> None:
-        """In the parent: worker ``index`` died, and its connections with it."""
-        with self._locked():
-            self._counts[index] = 0
-
-
 class Supervisor:
     """The parent of a multi-process gateway: forks the children, restarts them, stops them."""
 
@@ -124,15 +74,18 @@ class Supervisor:
         listener: socket.socket,
         workers: int,
         on_ready: Callable[[], None] = lambda: None,
+        metrics_listener: socket.socket | None = None,
     ) -> None:
         self.args = args
         self.listener = listener
+        self.metrics_listener = metrics_listener
         self.workers = workers
         self.on_ready = on_ready
         self.slots = SharedSlots(args.max_connections, workers)
+        self.metrics = GatewayMetrics(workers + 1)  # a row per worker, then the upkeep's
         self.catalog_signal = CatalogSignal()
         self.host, self.port = listener.getsockname()[:2]
-        self._children: dict[int, int] = {}  # pid -> role (worker index or UPKEEP)
+        self._children: dict[int, int] = {}  # pid -> role (worker index, UPKEEP or METRICS)
         self._restarts: deque[float] = deque()
         self._stopping = False
         self._failed = False
@@ -151,6 +104,8 @@ class Supervisor:
                 self._spawn(index)
             if self.args.defer_batches_from or self.args.compact_after_cells:
                 self._spawn(UPKEEP)
+            if self.metrics_listener is not None:
+                self._spawn(METRICS)
             self.on_ready()
             watch_stdin = bool(self.args.exit_with_stdin)
             while not self._stopping:
@@ -198,8 +153,11 @@ class Supervisor:
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         if role == UPKEEP:
             return self._run_upkeep()
+        if role == METRICS:
+            return self._run_metrics()
         self.slots.bind(role)
-        store = self._store()
+        recorder = self.metrics.recorder(role)
+        store = self._store(recorder)
         try:
             server = GatewayServer(
                 store,
@@ -208,6 +166,8 @@ class Supervisor:
                 idle_timeout_s=self.args.idle_timeout,
                 listener=self.listener,
                 slots=self.slots,
+                bounds=WireBounds(self.args.max_frame_size, self.args.max_string_size),
+                metrics=recorder,
             )
             for signum in _STOP_SIGNALS:
                 signal.signal(signum, lambda *_: server.shutdown())
@@ -218,23 +178,39 @@ class Supervisor:
             store.close()
         return 0
 
-    def _store(self) -> Store:
-        return Store(
+    def _store(self, recorder: MetricsRecorder) -> Store:
+        store = Store(
             self.args.data_dir,
             catalog_signal=self.catalog_signal,
             deferred_batch_mutations=self.args.defer_batches_from,
         )
+        store.on_compacted = recorder.compacted
+        return store
 
     def _run_upkeep(self) -> int:
         """Apply the workers' deferred batches and compact, away from the serving processes."""
         self.listener.close()
-        store = self._store()
+        store = self._store(self.metrics.recorder(self.workers))
         try:
             stop_upkeep = start_upkeep(store, self.args)  # its threads keep the signals blocked
             signal.sigwait(_STOP_SIGNALS)
             stop_upkeep()
         finally:
             store.close()
+        return 0
+
+    def _run_metrics(self) -> int:
+        """Serve ``/metrics`` until SIGTERM, reading what every other process counted."""
+        self.listener.close()
+        assert self.metrics_listener is not None
+        collector = GatewayCollector(self.metrics, self.slots, self.args.data_dir, self.workers)
+        server = metrics_server(self.metrics_listener, collector)
+        serving = threading.Thread(target=server.serve_forever, name="hbase-gateway-metrics")
+        serving.start()  # the thread keeps the stop signals blocked: sigwait takes them
+        signal.sigwait(_STOP_SIGNALS)
+        server.shutdown()
+        serving.join()
+        server.server_close()
         return 0
 
     def _reap(self) -> None:
@@ -249,7 +225,7 @@ class Supervisor:
             role = self._children.pop(pid, None)
             if role is None:
                 continue
-            if role != UPKEEP:
+            if role >= 0:
                 self.slots.reset(role)
             if self._stopping:
                 continue
@@ -277,6 +253,8 @@ class Supervisor:
         """SIGTERM every child (each finishes its calls in flight and closes its store), wait,
         then SIGKILL what is left."""
         self.listener.close()
+        if self.metrics_listener is not None:
+            self.metrics_listener.close()
         for pid in self._children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
@@ -333,7 +311,7 @@ def _read_stdin() -> bool:
 
 
 def _role_name(role: int) -> str:
-    return "upkeep process" if role == UPKEEP else f"worker {role}"
+    return {UPKEEP: "upkeep process", METRICS: "metrics process"}.get(role, f"worker {role}")
 
 
 def _exit_reason(status: int) -> str:

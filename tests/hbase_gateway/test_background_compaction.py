@@ -9,6 +9,7 @@ from pathlib import Path
 
 import happybase
 from dagster import DagsterInstance, materialize
+from gateway_sockets import wait_for
 
 from profile_assets.audience_assets import attribute_stats, audience_sketches, trimmed_attributes
 from profile_assets.raw_events import raw_events
@@ -34,15 +35,6 @@ def stored_cells(data_dir: Path, table: str) -> int:
 
 def live_cells(table: happybase.Table) -> int:
     return sum(len(cells) for _, cells in table.scan())
-
-
-def wait_for(condition, timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.5)
-    return condition()
 
 
 def test_rewritten_rows_are_compacted_in_the_background_and_reads_never_change(tmp_path):

@@ -1,7 +1,7 @@
 """A gateway of several worker processes behaves as one server to its clients.
 
-Connections are told apart by the worker that serves them (the process holding the server end
-of the TCP connection, found in ``/proc``), so the tests do not depend on luck to cross workers.
+Connections are told apart by the worker that serves them (``gateway_sockets.serving_pid``), so
+the tests do not depend on luck to cross workers.
 """
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import struct
 import threading
 import time
@@ -19,68 +18,21 @@ from pathlib import Path
 import happybase
 import Hbase_thrift
 import pytest
+from gateway_metrics import scrape
+from gateway_sockets import (
+    closed_by_server,
+    connections_on_two_workers,
+    held_connections,
+    serving_pid,
+    still_open,
+    wait_for,
+    worker_of,
+)
 from Hbase_thrift import IOError as ThriftIOError
 from thriftpy2.transport import TTransportException
 
 from profile_store.cli import build_parser
 from profile_store.hbase_gateway.process import EmbeddedGateway, child_pids, pid_alive
-
-
-def wait_for(condition, timeout_s: float = 30.0) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.05)
-    return condition()
-
-
-def _socket_inodes(pid: int) -> set[str]:
-    inodes = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[8:-1])
-    return inodes
-
-
-def serving_pid(gateway: EmbeddedGateway, client_port: int) -> int:
-    """The worker process holding the server end of the connection from ``client_port``."""
-    wanted_local, wanted_remote = f":{gateway.port:04X}", f":{client_port:04X}"
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        with open("/proc/net/tcp") as table:
-            inodes = {
-                fields[9]
-                for fields in (line.split() for line in list(table)[1:])
-                if fields[1].endswith(wanted_local) and fields[2].endswith(wanted_remote)
-            }
-        for pid in child_pids(gateway.pid):
-            if inodes & _socket_inodes(pid):
-                return pid
-        time.sleep(0.02)  # accepted but not yet ... or not yet in the table
-    raise AssertionError(f"no worker serves the connection from port {client_port}")
-
-
-def worker_of(gateway: EmbeddedGateway, connection: happybase.Connection) -> int:
-    connection.tables()  # the connection is served (accepted) by now
-    return serving_pid(gateway, connection.transport.sock.getsockname()[1])
-
-
-def connections_on_two_workers(
-    gateway: EmbeddedGateway,
-) -> tuple[happybase.Connection, happybase.Connection]:
-    """Two connections served by different worker processes."""
-    first = happybase.Connection(**gateway.connection_kwargs())
-    for _ in range(20):
-        second = happybase.Connection(**gateway.connection_kwargs())
-        if worker_of(gateway, second) != worker_of(gateway, first):
-            return first, second
-        second.close()
-    raise AssertionError("every connection landed on one worker")
 
 
 def test_workers_default_to_one_per_core_at_most_four(tmp_path: Path) -> None:
@@ -181,33 +133,25 @@ def test_counters_from_many_clients_on_every_worker_add_up_exactly(tmp_path: Pat
         assert stored == 150 * 21
 
 
-def held_connections(gateway: EmbeddedGateway, count: int) -> list[socket.socket]:
-    """``count`` idle connections the gateway kept open (one refused meanwhile is retried)."""
-    held: list[socket.socket] = []
-    deadline = time.monotonic() + 30
-    while len(held) < count:
-        sock = socket.create_connection((gateway.host, gateway.port), timeout=0.5)
-        try:
-            sock.recv(1)
-        except TimeoutError:  # not closed: admitted
-            held.append(sock)
-            continue
-        sock.close()
-        assert time.monotonic() < deadline, "the gateway kept refusing below its cap"
-    return held
-
-
-def test_the_connection_cap_is_the_total_over_all_workers(tmp_path: Path) -> None:
+def test_the_connection_cap_is_the_total_and_the_longest_idle_goes_whichever_worker_has_it(
+    tmp_path: Path,
+) -> None:
     with EmbeddedGateway(tmp_path, workers=2, server_args=("--max-connections", "3")) as gateway:
         held = held_connections(gateway, 3)
-        assert len({serving_pid(gateway, sock.getsockname()[1]) for sock in held}) == 2
-        for _ in range(6):  # whichever worker takes it, the fourth is closed at once
-            extra = socket.create_connection((gateway.host, gateway.port), timeout=5)
-            assert extra.recv(1) == b""
-            extra.close()
-        held.pop().close()
-        late = held_connections(gateway, 1)  # the freed slot, on any worker
-        for sock in held + late:
+        pids = [serving_pid(gateway, sock.getsockname()[1]) for sock in held]
+        assert len(set(pids)) == 2
+        crossed = False
+        for _ in range(6):  # whichever worker takes the newcomer, the longest-idle one goes
+            (newcomer,) = held_connections(gateway, 1)
+            oldest, oldest_pid = held.pop(0), pids.pop(0)
+            assert closed_by_server(oldest)
+            assert all(still_open(sock) for sock in held)
+            pid = serving_pid(gateway, newcomer.getsockname()[1])
+            crossed = crossed or pid != oldest_pid
+            held.append(newcomer)
+            pids.append(pid)
+        assert crossed, "no newcomer took the slot of a connection on the other worker"
+        for sock in held:
             sock.close()
 
 
@@ -251,7 +195,7 @@ def test_sigkill_of_the_parent_leaves_no_worker_behind(tmp_path: Path) -> None:
 
 def test_a_worker_that_dies_is_logged_and_replaced(tmp_path: Path) -> None:
     args = ("--max-connections", "2", "--compact-after-cells", "0")
-    with EmbeddedGateway(tmp_path, workers=2, server_args=args) as gateway:
+    with EmbeddedGateway(tmp_path, workers=2, server_args=args, metrics_port=0) as gateway:
         connection = happybase.Connection(**gateway.connection_kwargs())
         connection.create_table("t", {"cf": {}})
         connection.table("t").put(b"r", {b"cf:a": b"1"})
@@ -261,16 +205,19 @@ def test_a_worker_that_dies_is_logged_and_replaced(tmp_path: Path) -> None:
             connection.tables()  # its connection died with it
 
         def replaced() -> bool:
-            children = child_pids(gateway.pid)  # two workers and the upkeep process
-            return len(children) == 3 and victim not in children
+            children = child_pids(gateway.pid)  # two workers, the upkeep and metrics processes
+            return len(children) == 4 and victim not in children
 
         assert wait_for(replaced)
         log = gateway.log_path.read_text()
         assert re.search(rf"worker [01] \(pid {victim}\) was killed by SIGKILL; starting", log)
-        # the dead worker's slot was freed: the cap of 2 is available again
+        # the dead worker's slot was freed with it
+        assert wait_for(lambda: scrape(gateway).value("hbase_gateway_connections") == 0)
         clients = [happybase.Connection(**gateway.connection_kwargs()) for _ in range(2)]
         for client in clients:
             assert client.table("t").row(b"r") == {b"cf:a": b"1"}
+        assert scrape(gateway).value("hbase_gateway_connections") == 2
+        for client in clients:
             client.close()
 
 
