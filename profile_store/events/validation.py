@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from profile_store.events.id_case import normalized_alt_ids, normalized_user_id
 from profile_store.events.json_lines import (
     LINE,
     WRONG_TYPE_FIELD,
@@ -97,7 +98,15 @@ def check_lines(lines: DataFrame, day: date | None, rules: ValidationRules) -> D
 
     ``day`` None checks lines that are not yet in a day (``profiles import`` places each line in
     the day of its own time), so no line is outside its day."""
-    typed = typed_lines(lines).withColumn("event_ts", parse_event_time(F.col("event_time")))
+    typed = typed_lines(lines).withColumns(
+        {
+            # One spelling of ids whose kind ignores case, before anything compares them
+            # (dedup, suppression, identity, sketches): ``id_case``.
+            "user_id": normalized_user_id(F.col("user_id"), F.col("id_type")),
+            "alt_ids": normalized_alt_ids(F.col("alt_ids")),
+            "event_ts": parse_event_time(F.col("event_time")),
+        }
+    )
     event_ts = F.col("event_ts")
     attributes = F.coalesce(F.col("event_attributes"), F.create_map())
     too_long_value = F.exists(
@@ -267,9 +276,12 @@ def quarantined_rows(checked: DataFrame, day: date | None, rules: ValidationRule
         value = F.variant_get(parsed, f"$['{name}']", "variant")
         return F.when(F.schema_of_variant(value) == "STRING", F.variant_get(value, "$", "string"))
 
+    fields = {name: field(name) for name in QUARANTINED_FIELDS}
+    # In the spelling the clean lake would hold (``raw`` keeps the line's own).
+    fields["user_id"] = normalized_user_id(fields["user_id"], field("id_type"))
     return rejected.select(
         "reason",
-        *(F.make_valid_utf8(field(name)).alias(name) for name in QUARANTINED_FIELDS),
+        *(F.make_valid_utf8(value).alias(name) for name, value in fields.items()),
         F.make_valid_utf8(rejection_detail(rules, day)).alias("detail"),
         F.make_valid_utf8(LINE).alias("raw"),
         F.when(~F.is_valid_utf8(LINE), F.col(LINE).cast("binary")).alias("raw_bytes"),
