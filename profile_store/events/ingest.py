@@ -101,17 +101,20 @@ def ingest_day(
 
     The partitions are overwritten as a whole, so re-running a day leaves exactly one copy of
     its events and no rows from an earlier run. Landing files are never modified. A day without
-    landing files (none at all, or only its ``_SUCCESS`` marker) is a day without events: its
-    partitions are written empty, so that every later asset builds it and queries spanning it
-    answer (real traffic has such days). Files landing later change the day's digest, and the
-    landing sensor runs it again.
+    lines (no landing files, only its ``_SUCCESS`` marker, empty files, or every line
+    quarantined) is a day without events: its partitions are written (empty), so that every
+    later asset builds it and queries spanning it answer (real traffic has such days). Files
+    landing later change the day's digest, and the landing sensor runs it again.
     """
     rules = rules or ValidationRules()
     files = landing_files(storage, day)
-    uris = [storage.spark_uri(f.path) for f in files]
-    unreadable = unreadable_files(spark, files, uris)
+    # A file of no bytes holds no lines: neither read nor damaged (a collector that rotates
+    # its file without writing leaves one), while a gzip file needs at least its header.
+    with_data = [f for f in files if f.size]
+    uris = [storage.spark_uri(f.path) for f in with_data]
+    unreadable = unreadable_files(spark, with_data, uris)
     left_out = {problem.path for problem in unreadable}
-    readable = [uri for f, uri in zip(files, uris, strict=True) if f.path not in left_out]
+    readable = [uri for f, uri in zip(with_data, uris, strict=True) if f.path not in left_out]
     # Blank lines are not records (JSON Lines readers skip them); every other line is one.
     landing = (
         spark.read.text(readable).withColumnRenamed("value", LINE)
