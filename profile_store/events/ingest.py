@@ -11,11 +11,10 @@ from pyspark.sql import functions as F
 
 from profile_store.erasure.suppression import Suppression
 from profile_store.events.json_lines import LINE
-from profile_store.events.schema import SOURCE_FILE
+from profile_store.events.schema import QUARANTINED_FIELDS, SOURCE_FILE
 from profile_store.events.unreadable_files import UnreadableFile, unreadable_files
 from profile_store.events.validation import (
     COPY,
-    QUARANTINED_FIELDS,
     REASONS,
     ValidationRules,
     check_lines,
@@ -77,6 +76,8 @@ def _file_records(spark: SparkSession, storage: LakeStorage, unreadable: list) -
         "detail",
         F.lit(None).cast("string").alias("raw"),
         F.lit(None).cast("binary").alias("raw_bytes"),
+        F.lit(None).cast("long").alias("raw_length"),
+        F.lit(None).cast("array<string>").alias("raw_strings"),
         SOURCE_FILE,
         "file_bytes",
     )
@@ -163,7 +164,7 @@ def ingest_day(
         )
         not_suppressed = F.coalesce(F.col("reason") != F.lit(SUPPRESSED), F.lit(True))
         quarantine = quarantined_rows(checked.where(not_suppressed), day, rules).unionByName(
-            conflicting_rows(classified)
+            conflicting_rows(classified, rules)
         )
         if unreadable:
             quarantine = quarantine.unionByName(_file_records(spark, storage, unreadable))
