@@ -17,6 +17,7 @@ from dagster import (
 )
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from profile_assets.check_results import logged, nothing_to_judge
@@ -33,7 +34,7 @@ def _partition(context: AssetCheckExecutionContext, spark: LazyPySparkResource, 
     return day, spark.spark_session.read.parquet(lake.storage().spark_uri(events_day(day)))
 
 
-def _judged_suite(df, day: date, name: str, suite: list) -> AssetCheckResult:
+def _judged_suite(df: DataFrame, day: date, name: str, suite: list) -> AssetCheckResult:
     """The suite's verdict on the day's events; a day without events has nothing to judge."""
     if df.isEmpty():
         return nothing_to_judge(f"no clean events on {day}")
