@@ -104,7 +104,7 @@ def audience_estimation_error(
     engine = AudienceEngine(open_table, min_retained_for_estimate=0)
     run = run_accuracy(session, events, decisions, engine, days, config.queries, config.seed)
     if run is None:
-        reason = f"no events on {days[0]}..{days[-1]} ({len(days)} days): no audience to ask about"
+        reason = f"no events on {days[0]}..{days[-1]}: no audience to ask about"
         return logged(context, nothing_to_judge(reason, queries=0))
     bars = AccuracyBars(
         config.max_mean_error,
