@@ -17,7 +17,7 @@ from pydantic import Field
 from pyspark.sql import functions as F
 
 from profile_assets.audience_assets import audience_sketches
-from profile_assets.check_results import logged
+from profile_assets.check_results import logged, nothing_to_judge
 from profile_assets.partitions import daily_partitions
 from profile_store.audiences.accuracy import (
     AccuracyBars,
@@ -103,6 +103,9 @@ def audience_estimation_error(
 
     engine = AudienceEngine(open_table, min_retained_for_estimate=0)
     run = run_accuracy(session, events, decisions, engine, days, config.queries, config.seed)
+    if run is None:
+        reason = f"no events on {days[0]}..{days[-1]}: no audience to ask about"
+        return logged(context, nothing_to_judge(reason, queries=0))
     bars = AccuracyBars(
         config.max_mean_error,
         config.min_share_under_1pct,

@@ -1,6 +1,8 @@
-"""What every asset check does with a failure: say why in the run's log as well."""
+"""What every asset check does with a failure, and with a day that gives it nothing to judge."""
 
-from dagster import AssetCheckExecutionContext, AssetCheckResult
+from dagster import AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity
+
+NOTHING_TO_JUDGE = "nothing_to_judge"
 
 
 def logged(context: AssetCheckExecutionContext, result: AssetCheckResult) -> AssetCheckResult:
@@ -10,3 +12,17 @@ def logged(context: AssetCheckExecutionContext, result: AssetCheckResult) -> Ass
         name = context.check_specs[0].name
         context.log.error(f"check {name} did not pass: {result.description}")
     return result
+
+
+def nothing_to_judge(reason: str, **metadata: object) -> AssetCheckResult:
+    """A pass that says there was nothing to measure (a day without events is a valid day).
+
+    Passing keeps the day's downstream assets running; saying so keeps a vacuous pass from
+    reading like a measured one ("all expectations met" over zero rows).
+    """
+    return AssetCheckResult(
+        passed=True,
+        severity=AssetCheckSeverity.ERROR,
+        description=f"nothing to judge: {reason}",
+        metadata={NOTHING_TO_JUDGE: reason, **metadata},
+    )

@@ -15,6 +15,7 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 from pyspark.sql import functions as F
 
+from profile_assets.check_results import nothing_to_judge
 from profile_assets.identity_assets import identity_components
 from profile_assets.partitions import daily_partitions
 from profile_assets.profile_assets import compacted_profiles
@@ -73,6 +74,9 @@ def identity_quality_check(
         session.read.parquet(storage.spark_uri(IDENTITIES)),
         read_history(session, storage, IDENTITY_KEYS, KEYS_SCHEMA, day),
     )
+    if not quality.predicted_pairs and not quality.linkable_pairs:
+        reason = f"no linked and no linkable pair of profiles up to {day}"
+        return nothing_to_judge(reason, profiles=quality.profiles)
     failures = []
     if quality.precision < config.min_precision:
         failures.append(f"precision {quality.precision:.4f} < {config.min_precision}")
@@ -111,6 +115,8 @@ def profiles_master_consistency(
 ) -> AssetCheckResult:
     with hbase.connection() as connection:
         references = master_references(connection.table(PROFILE_TABLE))
+    if not references.dependents:
+        return nothing_to_judge("no profile row names a master")
     return AssetCheckResult(
         passed=not references.problems,
         severity=AssetCheckSeverity.ERROR,
@@ -151,6 +157,8 @@ def profiles_compaction_agreement(
     )
     masters = sorted(r.master for r in assignment.select("master").distinct().collect())
     sample = random.Random(config.seed).sample(masters, min(config.sample_components, len(masters)))
+    if not sample:
+        return nothing_to_judge(f"no component of several profiles after {day}")
     members = assignment.where(F.col("master").isin(sample)).select("profile", "master").collect()
     components: dict[str, list[str]] = {}
     for row in members:

@@ -30,6 +30,13 @@ class RawEventsConfig(Config):
     max_attribute_value_length: int = Field(
         default=1024, description="A longer attribute value: quarantined."
     )
+    max_raw_bytes: int = Field(
+        default=4096,
+        description=(
+            "A quarantined line keeps at most its first this many bytes in `raw`, with its whole "
+            "length in `raw_length` (and, when cut, its short JSON strings in `raw_strings`)."
+        ),
+    )
 
 
 def ingest_metadata(summary: IngestSummary) -> dict:
@@ -80,6 +87,7 @@ def raw_events(
     rules = ValidationRules(
         max_attributes=config.max_attributes,
         max_attribute_value_length=config.max_attribute_value_length,
+        max_raw_bytes=config.max_raw_bytes,
     )
     summary = ingest_day(spark.spark_session, lake.storage(), day, rules)
     context.log.info(

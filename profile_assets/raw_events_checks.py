@@ -4,6 +4,7 @@ They are blocking: a partition that breaks its schema, ids or time window must n
 sketches and profiles.
 """
 
+import math
 from datetime import date
 
 from dagster import (
@@ -16,9 +17,10 @@ from dagster import (
 )
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from profile_assets.check_results import logged
+from profile_assets.check_results import logged, nothing_to_judge
 from profile_assets.partitions import daily_partitions
 from profile_assets.raw_events import raw_events
 from profile_store.events import expectations
@@ -30,6 +32,13 @@ from resources.lake import LakeResource
 def _partition(context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource):
     day = date.fromisoformat(context.partition_key)
     return day, spark.spark_session.read.parquet(lake.storage().spark_uri(events_day(day)))
+
+
+def _judged_suite(df: DataFrame, day: date, name: str, suite: list) -> AssetCheckResult:
+    """The suite's verdict on the day's events; a day without events has nothing to judge."""
+    if df.isEmpty():
+        return nothing_to_judge(f"no clean events on {day}")
+    return _suite_result(expectations.run_suite(df, name, suite))
 
 
 def _suite_result(outcome: expectations.SuiteOutcome) -> AssetCheckResult:
@@ -71,11 +80,8 @@ def raw_events_schema(
 def raw_events_ids(
     context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
 ) -> AssetCheckResult:
-    _, df = _partition(context, spark, lake)
-    return logged(
-        context,
-        _suite_result(expectations.run_suite(df, "raw_events_ids", expectations.id_expectations())),
-    )
+    day, df = _partition(context, spark, lake)
+    return logged(context, _judged_suite(df, day, "raw_events_ids", expectations.id_expectations()))
 
 
 @asset_check(
@@ -88,10 +94,8 @@ def raw_events_time_in_day(
     context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
 ) -> AssetCheckResult:
     day, df = _partition(context, spark, lake)
-    outcome = expectations.run_suite(
-        df, "raw_events_time_in_day", expectations.event_time_expectations(day)
-    )
-    return logged(context, _suite_result(outcome))
+    suite = expectations.event_time_expectations(day)
+    return logged(context, _judged_suite(df, day, "raw_events_time_in_day", suite))
 
 
 @asset_check(
@@ -103,15 +107,9 @@ def raw_events_time_in_day(
 def raw_events_event_type(
     context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
 ) -> AssetCheckResult:
-    _, df = _partition(context, spark, lake)
-    return logged(
-        context,
-        _suite_result(
-            expectations.run_suite(
-                df, "raw_events_event_type", expectations.event_type_expectations()
-            )
-        ),
-    )
+    day, df = _partition(context, spark, lake)
+    suite = expectations.event_type_expectations()
+    return logged(context, _judged_suite(df, day, "raw_events_event_type", suite))
 
 
 class QuarantineShareConfig(Config):
@@ -124,13 +122,21 @@ class QuarantineShareConfig(Config):
     )
 
 
+def rows_judged_from(max_share: float) -> int:
+    """The fewest received rows whose quarantined share says something about the feed: below
+    1 / max_share rows (50 at 2%), a single bad line is already over the limit."""
+    return math.ceil(round(1 / max_share, 9)) if max_share > 0 else 1
+
+
 @asset_check(
     asset=raw_events,
     partitions_def=daily_partitions,
     blocking=True,
     description=(
         "The share of the day's received rows sent to quarantine, and the share of its landing "
-        "bytes in unreadable (truncated or undecodable) files, each stay under a limit."
+        "bytes in unreadable (truncated or undecodable) files, each stay under a limit. The row "
+        "share is judged from 1 / limit received rows (50 at 2%): below that one bad line is "
+        "already over it."
     ),
 )
 def raw_events_quarantine_share(
@@ -157,24 +163,36 @@ def raw_events_quarantine_share(
     share = quarantined / total if total else 0.0
     landing_bytes = sum(f.size for f in landing_files(storage, day))
     unreadable_share = unreadable_bytes / landing_bytes if landing_bytes else 0.0
+    judged_from = rows_judged_from(config.max_share)
+    rows_judged = total >= judged_from
+    metadata = {
+        "quarantined_pct": round(share * 100, 4),
+        "max_quarantined_pct": config.max_share * 100,
+        "received_rows_judged_from": judged_from,
+        "unreadable_bytes_pct": round(unreadable_share * 100, 4),
+        "max_unreadable_bytes_pct": config.max_share * 100,
+        "quarantined_rows": quarantined,
+        "clean_rows": clean,
+        "unreadable_files": files,
+    }
+    if not rows_judged and not unreadable_bytes:
+        reason = (
+            f"{total:,} received rows on {day} (a share is judged from {judged_from:,}: one bad "
+            f"line of fewer is over {config.max_share:.0%}), no unreadable file"
+        )
+        return logged(context, nothing_to_judge(reason, **metadata))
+    limit = f"limit {config.max_share:.0%}" if rows_judged else f"judged from {judged_from:,}"
     description = (
-        f"{share:.2%} of {total:,} received rows quarantined (limit {config.max_share:.0%}); "
+        f"{share:.2%} of {total:,} received rows quarantined ({limit}); "
         f"{unreadable_share:.2%} of landing bytes in {files} unreadable files "
         f"(limit {config.max_share:.0%})"
     )
+    rows_pass = share <= config.max_share or not rows_judged
     result = AssetCheckResult(
-        passed=share <= config.max_share and unreadable_share <= config.max_share,
+        passed=rows_pass and unreadable_share <= config.max_share,
         severity=AssetCheckSeverity.ERROR,
         description=description,
-        metadata={
-            "quarantined_pct": round(share * 100, 4),
-            "max_quarantined_pct": config.max_share * 100,
-            "unreadable_bytes_pct": round(unreadable_share * 100, 4),
-            "max_unreadable_bytes_pct": config.max_share * 100,
-            "quarantined_rows": quarantined,
-            "clean_rows": clean,
-            "unreadable_files": files,
-        },
+        metadata=metadata,
     )
     return logged(context, result)
 

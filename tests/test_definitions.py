@@ -7,10 +7,11 @@ import json
 
 from dagster import DagsterInstance, materialize
 
+from profile_assets.check_results import NOTHING_TO_JUDGE
 from profile_assets.definitions import defs
 from profile_assets.raw_events import raw_events
-from profile_assets.raw_events_checks import raw_events_checks
-from profile_store.lake_layout import landing_day
+from profile_assets.raw_events_checks import raw_events_checks, rows_judged_from
+from profile_store.lake_layout import SUCCESS_MARKER, landing_day
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
@@ -135,3 +136,40 @@ def test_a_day_whose_files_are_mostly_unreadable_fails_the_quarantine_check(spar
     assert evaluation.metadata["quarantined_pct"].value == 0.0
     assert evaluation.metadata["unreadable_bytes_pct"].value > 50
     assert evaluation.metadata["unreadable_files"].value == 3
+
+
+def quarantine_share_evaluation(result):
+    [evaluation] = [
+        e
+        for e in result.get_asset_check_evaluations()
+        if e.check_name == "raw_events_quarantine_share"
+    ]
+    return evaluation
+
+
+def test_a_day_without_events_passes_its_checks_with_nothing_to_judge_but_its_schema(
+    spark, tmp_path
+):
+    (tmp_path / landing_day(DAY)).mkdir(parents=True)
+    (tmp_path / landing_day(DAY) / SUCCESS_MARKER).write_text("")
+    result = run_day(tmp_path)
+    assert result.success and all(check_outcomes(result).values())
+    evaluations = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    unjudged = {name for name, e in evaluations.items() if NOTHING_TO_JUDGE in e.metadata}
+    assert unjudged == set(evaluations) - {"raw_events_schema"}
+    expected = f"nothing to judge: no clean events on {DAY}"
+    assert evaluations["raw_events_ids"].description == expected
+
+
+def test_a_few_lines_all_quarantined_are_too_few_to_judge_the_share(spark, tmp_path):
+    write_day(tmp_path, landing_rows(0, bad=5))
+    result = run_day(tmp_path)
+    evaluation = quarantine_share_evaluation(result)
+    assert evaluation.passed and result.success
+    assert NOTHING_TO_JUDGE in evaluation.metadata
+    assert evaluation.metadata["quarantined_pct"].value == 100.0
+    assert evaluation.metadata["received_rows_judged_from"].value == 50
+
+
+def test_a_share_is_judged_from_as_many_rows_as_one_bad_line_stays_within_the_limit():
+    assert [rows_judged_from(share) for share in (0.02, 0.1, 0.3, 1.0, 0.0)] == [50, 10, 4, 1, 1]

@@ -31,12 +31,15 @@ def run_accuracy(
     days: list[date],
     count: int,
     seed: int,
-) -> AccuracyRun:
-    """Sample ``count`` queries over ``days``, answer each twice, and report the errors.
+) -> AccuracyRun | None:
+    """Sample ``count`` queries over ``days``, answer each twice, and report the errors; None
+    when the days hold no events (nothing to ask about: every answer would be a trivial 0).
 
     ``events`` and ``decisions`` must cover exactly ``days`` (``decisions`` with a ``date``).
     """
     catalog = build_catalog(events, decisions)
+    if not catalog:
+        return None
     trees = sample_queries(catalog, days, count, seed)
     parsed = [parse_query(tree) for tree in trees]
     leaf_users = exact_leaf_users(spark, events, [x for q in parsed for x in leaves(q)])

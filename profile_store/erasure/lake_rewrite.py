@@ -8,7 +8,8 @@ directory and S3). Areas, and the rows that go:
   and the profile state (``profile_segments``, ``profile_counters``, ``profile_unsynced``,
   ``audience_activations``, ``compacted_profiles``): rows of the person's profiles (an edge
   with one end in the person, a login key of theirs);
-- ``quarantine``: rows of their ids, and rows whose raw line names one of their ids;
+- ``quarantine``: rows of their ids, and rows whose raw line names one of their ids (for a
+  line cut to its prefix, its ``raw_strings`` too: ``raw_lines``);
 - ``landing`` and ``segment_feed`` files: lines naming one of their ids (as a JSON string),
   each such file rewritten under its own name;
 - ``identity_components``: every day that held them recomputed from the remaining edges (the
@@ -27,10 +28,12 @@ from datetime import date
 from pathlib import PurePosixPath
 from urllib.parse import unquote
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from profile_store.erasure.resolution import Person
+from profile_store.events.raw_lines import names_any
+from profile_store.events.schema import QUARANTINE_SCHEMA
 from profile_store.identity.incremental import full_day, summarize
 from profile_store.identity.keys import profiles_first_seen
 from profile_store.identity.pipeline import (
@@ -95,7 +98,7 @@ def _row_predicates(person: Person) -> dict[str, Column]:
     ids = person.suppressed_ids
     return {
         EVENTS: _named("user_id", mine),
-        QUARANTINE: _named("user_id", mine) | _mentions("raw", ids),
+        QUARANTINE: _named("user_id", mine) | names_any(ids),
         IDENTITY_KEYS: _named("profile", mine)
         | ((F.col("key_type") == MEMBER_ID) & _named("key", person.logins)),
         IDENTITY_PROFILES: _named("profile", mine),
@@ -108,13 +111,18 @@ def _row_predicates(person: Person) -> dict[str, Column]:
     }
 
 
+def _reader(spark: SparkSession, area: str) -> DataFrameReader:
+    """Quarantine partitions written before a column existed read it as null."""
+    return spark.read.schema(QUARANTINE_SCHEMA) if area == QUARANTINE else spark.read
+
+
 def _area(spark: SparkSession, storage: LakeStorage, area: str) -> DataFrame | None:
     if not storage.exists(area) or not any(
         f.path.endswith(".parquet") for f in storage.list_files(area)
     ):
         return None
     uri = storage.spark_uri(area)
-    return spark.read.option("basePath", uri).parquet(uri)
+    return _reader(spark, area).option("basePath", uri).parquet(uri)
 
 
 def _days_matching(
@@ -144,7 +152,7 @@ def _remove_rows(
     days = _days_matching(spark, storage, area, predicate)
     for day in days:
         relative = day_dir(area, day)
-        partition = spark.read.parquet(storage.spark_uri(relative))
+        partition = _reader(spark, area).parquet(storage.spark_uri(relative))
         before = partition.count()
         kept = partition.where(~predicate).localCheckpoint(eager=True)
         result.rows_removed[area] += before - kept.count()

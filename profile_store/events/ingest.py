@@ -11,11 +11,10 @@ from pyspark.sql import functions as F
 
 from profile_store.erasure.suppression import Suppression
 from profile_store.events.json_lines import LINE
-from profile_store.events.schema import SOURCE_FILE
+from profile_store.events.schema import QUARANTINED_FIELDS, SOURCE_FILE
 from profile_store.events.unreadable_files import UnreadableFile, unreadable_files
 from profile_store.events.validation import (
     COPY,
-    QUARANTINED_FIELDS,
     REASONS,
     ValidationRules,
     check_lines,
@@ -77,6 +76,8 @@ def _file_records(spark: SparkSession, storage: LakeStorage, unreadable: list) -
         "detail",
         F.lit(None).cast("string").alias("raw"),
         F.lit(None).cast("binary").alias("raw_bytes"),
+        F.lit(None).cast("long").alias("raw_length"),
+        F.lit(None).cast("array<string>").alias("raw_strings"),
         SOURCE_FILE,
         "file_bytes",
     )
@@ -101,17 +102,20 @@ def ingest_day(
 
     The partitions are overwritten as a whole, so re-running a day leaves exactly one copy of
     its events and no rows from an earlier run. Landing files are never modified. A day without
-    landing files (none at all, or only its ``_SUCCESS`` marker) is a day without events: its
-    partitions are written empty, so that every later asset builds it and queries spanning it
-    answer (real traffic has such days). Files landing later change the day's digest, and the
-    landing sensor runs it again.
+    lines (no landing files, only its ``_SUCCESS`` marker, empty files, or every line
+    quarantined) is a day without events: its partitions are written (empty), so that every
+    later asset builds it and queries spanning it answer (real traffic has such days). Files
+    landing later change the day's digest, and the landing sensor runs it again.
     """
     rules = rules or ValidationRules()
     files = landing_files(storage, day)
-    uris = [storage.spark_uri(f.path) for f in files]
-    unreadable = unreadable_files(spark, files, uris)
+    # A file of no bytes holds no lines: neither read nor damaged (a collector that rotates
+    # its file without writing leaves one), while a gzip file needs at least its header.
+    with_data = [f for f in files if f.size]
+    uris = [storage.spark_uri(f.path) for f in with_data]
+    unreadable = unreadable_files(spark, with_data, uris)
     left_out = {problem.path for problem in unreadable}
-    readable = [uri for f, uri in zip(files, uris, strict=True) if f.path not in left_out]
+    readable = [uri for f, uri in zip(with_data, uris, strict=True) if f.path not in left_out]
     # Blank lines are not records (JSON Lines readers skip them); every other line is one.
     landing = (
         spark.read.text(readable).withColumnRenamed("value", LINE)
@@ -160,7 +164,7 @@ def ingest_day(
         )
         not_suppressed = F.coalesce(F.col("reason") != F.lit(SUPPRESSED), F.lit(True))
         quarantine = quarantined_rows(checked.where(not_suppressed), day, rules).unionByName(
-            conflicting_rows(classified)
+            conflicting_rows(classified, rules)
         )
         if unreadable:
             quarantine = quarantine.unionByName(_file_records(spark, storage, unreadable))

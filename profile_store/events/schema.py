@@ -11,6 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    LongType,
     MapType,
     StringType,
     StructField,
@@ -49,16 +52,30 @@ EVENTS_SCHEMA = StructType(
 
 EVENT_COLUMNS = tuple(field.name for field in EVENTS_SCHEMA.fields)
 
-QUARANTINE_COLUMNS = (
-    "reason",
-    "event_id",
-    "app_id",
-    "user_id",
-    "event_type",
-    "event_time",
-    "detail",  # the field and the problem, e.g. "user_id: expected a string, got boolean"
-    "raw",  # valid UTF-8 always (invalid bytes replaced by U+FFFD)
-    "raw_bytes",  # the exact bytes, only when the received line was not valid UTF-8
-    "source_file",  # the landing file the row (or the unreadable file) came from
-    "file_bytes",  # set only for a whole unreadable file (reason truncated/undecodable_file)
+# Event fields a quarantine row shows, read from the rejected line where it has them as strings.
+QUARANTINED_FIELDS = ("event_id", "app_id", "user_id", "event_type", "event_time")
+
+QUARANTINE_SCHEMA = StructType(
+    [
+        StructField("reason", StringType()),
+        *(StructField(name, StringType()) for name in QUARANTINED_FIELDS),
+        # the field and the problem, e.g. "user_id: expected a string, got boolean"
+        StructField("detail", StringType()),
+        # the line as received, its first max_raw_bytes (4 KiB); valid UTF-8 always (invalid
+        # bytes replaced by U+FFFD)
+        StructField("raw", StringType()),
+        # those bytes exactly, only when the received line was not valid UTF-8
+        StructField("raw_bytes", BinaryType()),
+        StructField("raw_length", LongType()),  # the whole line's length in bytes
+        # a cut line's distinct JSON strings of at most 128 characters, as written (ids beyond
+        # the prefix, for the erasure step); null for a line kept whole
+        StructField("raw_strings", ArrayType(StringType())),
+        StructField("source_file", StringType()),  # the landing file of the row (or the file)
+        # set only for a whole unreadable file (reason truncated_file / undecodable_file)
+        StructField("file_bytes", LongType()),
+    ]
 )
+"""``quarantine/date=D/``. Partitions written before ``raw_length`` and ``raw_strings`` existed
+lack them: read with this schema, they are null there."""
+
+QUARANTINE_COLUMNS = tuple(field.name for field in QUARANTINE_SCHEMA.fields)

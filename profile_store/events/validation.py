@@ -14,6 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
+from profile_store.events.id_case import normalized_alt_ids, normalized_user_id
 from profile_store.events.json_lines import (
     LINE,
     WRONG_TYPE_FIELD,
@@ -22,10 +23,12 @@ from profile_store.events.json_lines import (
     typed_lines,
     unknown_fields,
 )
+from profile_store.events.raw_lines import kept_line
 from profile_store.events.schema import (
     EVENT_COLUMNS,
     ID_TYPES,
     MAP_FIELDS,
+    QUARANTINED_FIELDS,
     SOURCE_FILE,
     STRING_FIELDS,
 )
@@ -46,9 +49,11 @@ REASONS = (
     "conflicting_duplicate",  # an event_id already accepted with other content
 )
 
-QUARANTINED_FIELDS = ("event_id", "app_id", "user_id", "event_type", "event_time")
 _TIME_FORMATS = ("yyyy-MM-dd'T'HH:mm:ss.SSSXXX", "yyyy-MM-dd'T'HH:mm:ssXXX")
 COPY = "is_copy"  # an identical re-delivery of an accepted event: dropped, counted
+
+
+MAX_RAW_BYTES = 1 << 30
 
 
 @dataclass(frozen=True)
@@ -57,6 +62,7 @@ class ValidationRules:
 
     max_attributes: int = 100
     max_attribute_value_length: int = 1024
+    max_raw_bytes: int = 4096  # of a rejected line, kept in the quarantine (``raw_lines``)
 
     def __post_init__(self) -> None:
         if self.max_attributes < 1:
@@ -64,6 +70,11 @@ class ValidationRules:
         if self.max_attribute_value_length < 1:
             raise ValueError(
                 f"max_attribute_value_length: must be >= 1, got {self.max_attribute_value_length}"
+            )
+        if not 4 <= self.max_raw_bytes <= MAX_RAW_BYTES:
+            raise ValueError(
+                f"max_raw_bytes: must be >= 4 (one character of any size) and <= {MAX_RAW_BYTES} "
+                f"(1 GiB, longer than any line Spark reads), got {self.max_raw_bytes}"
             )
 
 
@@ -97,7 +108,15 @@ def check_lines(lines: DataFrame, day: date | None, rules: ValidationRules) -> D
 
     ``day`` None checks lines that are not yet in a day (``profiles import`` places each line in
     the day of its own time), so no line is outside its day."""
-    typed = typed_lines(lines).withColumn("event_ts", parse_event_time(F.col("event_time")))
+    typed = typed_lines(lines).withColumns(
+        {
+            # One spelling of ids whose kind ignores case, before anything compares them
+            # (dedup, suppression, identity, sketches): ``id_case``.
+            "user_id": normalized_user_id(F.col("user_id"), F.col("id_type")),
+            "alt_ids": normalized_alt_ids(F.col("alt_ids")),
+            "event_ts": parse_event_time(F.col("event_time")),
+        }
+    )
     event_ts = F.col("event_ts")
     attributes = F.coalesce(F.col("event_attributes"), F.create_map())
     too_long_value = F.exists(
@@ -253,12 +272,13 @@ def rejection_detail(rules: ValidationRules, day: date | None) -> Column:
 
 def quarantined_rows(checked: DataFrame, day: date | None, rules: ValidationRules) -> DataFrame:
     """Lines rejected on their own, with their reason, a detail naming the field and the
-    problem, the line as received and its landing file.
+    problem, the line as received (its first ``max_raw_bytes``: ``raw_lines``) and its landing
+    file.
 
     ``raw`` is always valid UTF-8 (any Parquet reader decodes it): a line that was not has its
     invalid bytes replaced by U+FFFD there, and its exact bytes in ``raw_bytes`` (null
     otherwise). The event fields are the line's own where they are strings (the typed columns
-    would show a boolean as "true").
+    would show a boolean as "true"), read from the whole line.
     """
     rejected = checked.where(F.col("reason").isNotNull())
     parsed = F.try_parse_json(F.col(LINE))
@@ -267,21 +287,28 @@ def quarantined_rows(checked: DataFrame, day: date | None, rules: ValidationRule
         value = F.variant_get(parsed, f"$['{name}']", "variant")
         return F.when(F.schema_of_variant(value) == "STRING", F.variant_get(value, "$", "string"))
 
+    fields = {name: field(name) for name in QUARANTINED_FIELDS}
+    # In the spelling the clean lake would hold (``raw`` keeps the line's own).
+    fields["user_id"] = normalized_user_id(fields["user_id"], field("id_type"))
     return rejected.select(
         "reason",
-        *(F.make_valid_utf8(field(name)).alias(name) for name in QUARANTINED_FIELDS),
+        *(F.make_valid_utf8(value).alias(name) for name, value in fields.items()),
         F.make_valid_utf8(rejection_detail(rules, day)).alias("detail"),
-        F.make_valid_utf8(LINE).alias("raw"),
-        F.when(~F.is_valid_utf8(LINE), F.col(LINE).cast("binary")).alias("raw_bytes"),
+        *_kept(F.col(LINE), rules),
         SOURCE_FILE,
         F.lit(None).cast("long").alias("file_bytes"),
     )
 
 
-def conflicting_rows(classified: DataFrame) -> DataFrame:
+def _kept(line: Column, rules: ValidationRules) -> list[Column]:
+    return [value.alias(name) for name, value in kept_line(line, rules.max_raw_bytes).items()]
+
+
+def conflicting_rows(classified: DataFrame, rules: ValidationRules) -> DataFrame:
     """Rows quarantined as ``conflicting_duplicate``, in the quarantine's columns.
 
-    Such a row was valid on its own, so its line was not kept: ``raw`` is its content as JSON.
+    Such a row was valid on its own, so its line was not kept: ``raw`` is its content as JSON
+    (kept as a line is).
     """
     content = F.to_json(F.struct(*[F.col(name) for name in (*STRING_FIELDS, *MAP_FIELDS)]))
     return classified.where(F.col("reason") == "conflicting_duplicate").select(
@@ -290,8 +317,7 @@ def conflicting_rows(classified: DataFrame) -> DataFrame:
         F.format_string("event_id: %s was accepted with other content", F.col("event_id")).alias(
             "detail"
         ),
-        content.alias("raw"),
-        F.lit(None).cast("binary").alias("raw_bytes"),
+        *_kept(content, rules),
         SOURCE_FILE,
         F.lit(None).cast("long").alias("file_bytes"),
     )

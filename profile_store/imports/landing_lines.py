@@ -13,6 +13,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import TimestampNTZType, TimestampType
 
+from profile_store.events.id_case import normalized_alt_ids, normalized_user_id
 from profile_store.imports.mapping import (
     ISO_8601,
     WHITESPACE,
@@ -161,6 +162,10 @@ def _string_map(columns: dict[str, str]) -> Column | None:
     )
 
 
+def _normalized(alt_ids: Column | None) -> Column | None:
+    return None if alt_ids is None else normalized_alt_ids(alt_ids)
+
+
 OCCURRENCE = "_occurrence"
 
 
@@ -201,13 +206,14 @@ def landing_lines(source: DataFrame, mapping: ImportMapping) -> DataFrame:
             _text(mapping.event_id) if mapping.event_id else derived_event_id(source_columns)
         ),
         "app_id": _text(mapping.app_id),
-        "user_id": _text(mapping.user_id),
+        # One spelling of ids whose kind ignores case, as ingest writes them (``id_case``).
+        "user_id": normalized_user_id(_text(mapping.user_id), _text(mapping.id_type)),
         "id_type": _text(mapping.id_type),
         "event_time": F.coalesce(F.date_format(event_ts, OUTPUT_TIME_FORMAT), raw_time),
         "event_type": _text(mapping.event_type),
         "event_attributes": _string_map(mapping.attributes),
         "member_id": _text(mapping.member_id) if mapping.member_id else None,
-        "alt_ids": _string_map(mapping.alt_ids),
+        "alt_ids": _normalized(_string_map(mapping.alt_ids)),
         "ip": _column(mapping.ip).cast("string") if mapping.ip else None,
         "user_agent": _column(mapping.user_agent).cast("string") if mapping.user_agent else None,
     }

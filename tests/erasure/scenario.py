@@ -23,7 +23,7 @@ from datetime import date, datetime, timedelta
 from pathlib import Path
 
 APP = "com.shopfast.android"
-P_IDS = ["p-cookie-0001", "p-idfa-0002"]
+P_IDS = ["p-cookie-0001", "P-IDFA-0002"]  # an IDFA in its one spelling (upper-case)
 A_IDS = ["a-cookie-0001", "a-gaid-0002"]
 B_IDS = ["b-cookie-0001", "b-gaid-0002"]
 LOGINS = {"p": "login-p-7f31", "a": "login-a-22c9", "b": "login-b-91d0"}
@@ -34,7 +34,7 @@ FORGOTTEN_TEXTS = [*P_IDS, LOGINS["p"]]
 
 
 def _id_type(user_id: str) -> str:
-    return user_id.split("-")[1]
+    return user_id.split("-")[1].lower()
 
 
 def _event(n: int, day: date, minute: int, user_id: str, login: str, emails: dict) -> dict:

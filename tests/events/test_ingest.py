@@ -140,6 +140,16 @@ def test_a_day_with_only_its_success_marker_is_an_empty_day(spark, storage, tmp_
     assert tuple(spark.read.parquet(summary.events_uri).columns) == EVENT_COLUMNS
 
 
+def test_files_of_no_bytes_are_an_empty_day_with_nothing_quarantined(spark, storage, tmp_path):
+    directory = tmp_path / landing_day(DAY)
+    directory.mkdir(parents=True)
+    (directory / "part-00000.jsonl.gz").write_bytes(b"")
+    (directory / "part-00001.jsonl").write_bytes(b"")
+    summary = ingest_day(spark, storage, DAY)
+    assert (summary.landing_files, summary.received_rows, summary.unreadable_files) == (2, 0, [])
+    assert spark.read.parquet(summary.quarantine_uri).count() == 0
+
+
 def test_markers_are_not_read_as_data(spark, storage, tmp_path):
     write_landing(tmp_path, lines(event("1")))
     (tmp_path / landing_day(DAY) / "_SUCCESS").write_text("")

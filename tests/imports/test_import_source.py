@@ -285,3 +285,31 @@ def test_the_command_exits_2_when_no_time_parses_with_the_format(spark, tmp_path
     assert main([*args, "--lake", str(tmp_path / "lake")]) == 2
     assert "no line of" in capsys.readouterr().err
     assert not (tmp_path / "lake" / "landing").exists()
+
+
+SPELLING_MAPPING = {
+    "app_id": {"value": "shop"},
+    "event_type": {"value": "open"},
+    "user_id": "device",
+    "id_type": "kind",
+    "event_time": {"column": "ts", "format": "epoch_millis"},
+    "alt_ids": {"email_sha256": "email", "crm_id": "crm"},
+}
+
+
+def test_ids_of_case_insensitive_kinds_land_in_their_one_spelling(spark, tmp_path):
+    rows = [
+        {"device": "AB-cd", "kind": "gaid", "email": "EF01", "crm": "Cust-7", "ts": 1509926400000},
+        {"device": "ab-CD", "kind": "idfa", "email": "ef01", "crm": "Cust-7", "ts": 1509926400001},
+        {"device": "Ab-Cd", "kind": "cookie", "email": None, "crm": None, "ts": 1509926400002},
+    ]
+    (tmp_path / "src.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    storage = LocalLakeStorage(tmp_path / "lake")
+    mapping = parse_mapping(SPELLING_MAPPING)
+    import_source(spark, storage, str(tmp_path / "src.jsonl"), mapping, emit=quiet)
+    events = landing_events(storage, "2017-11-06")
+    assert [(e["user_id"], e["alt_ids"]) for e in events] == [
+        ("ab-cd", {"email_sha256": "ef01", "crm_id": "Cust-7"}),
+        ("AB-CD", {"email_sha256": "ef01", "crm_id": "Cust-7"}),
+        ("Ab-Cd", {}),
+    ]
