@@ -29,6 +29,7 @@ MISSING = (
     "PostgreSQL's server binaries (initdb, pg_ctl) are not installed: "
     "install them first (Debian: apt-get install -y postgresql)"
 )
+DEBIAN_BINDIRS = "/usr/lib/postgresql/*/bin"
 SERVER_USER = "postgres"
 SUPERUSER = "postgres"
 
@@ -37,14 +38,14 @@ class PostgresMissing(RuntimeError):
     """The server binaries are not on this machine."""
 
 
-def server_bindir() -> Path:
+def server_bindir(debian_bindirs: str = DEBIAN_BINDIRS) -> Path:
     """Where ``initdb`` and ``pg_ctl`` are: on PATH, else Debian's newest
     ``/usr/lib/postgresql/<version>/bin`` (the package keeps them off PATH)."""
     on_path = shutil.which("initdb")
     if on_path and shutil.which("pg_ctl"):
         return Path(on_path).parent
     debian = sorted(
-        (Path(p) for p in glob.glob("/usr/lib/postgresql/*/bin")),
+        (Path(p) for p in glob.glob(debian_bindirs)),
         key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
     )
     for bindir in reversed(debian):

@@ -15,9 +15,10 @@ file order, each on what the previous ones did:
 
 No sensor is switched while the daemon runs (here a stop sent right after a tick was once lost,
 the sensor ticking on), so the automation sensor, which would add runs the tests do not look at,
-is switched off before the daemon starts. The
-lake has no answer key (``ground_truth/``), as in production: the identity check passes with its
-note; ``test_launched_runs`` measures identity quality against one.
+is switched off before the daemon starts. The lake has no answer key (``ground_truth/``), as in
+production: the identity check passes with its note; ``test_launched_runs`` measures identity
+quality against one. Without PostgreSQL's server binaries the module fails (never skips) with a
+line naming the package to install.
 """
 
 from __future__ import annotations
@@ -69,6 +70,16 @@ def dagster(tmp_path_factory, postgres):
         yield services
     finally:
         services.stop()
+
+
+def test_without_the_server_binaries_the_message_names_the_package_to_install(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(PostgresMissing) as missing:
+        server_bindir(debian_bindirs=str(tmp_path / "*" / "bin"))
+    assert "apt-get install -y postgresql" in str(missing.value)
+    assert "\n" not in str(missing.value)
 
 
 def test_the_landing_sensor_launches_a_run_of_the_landed_day(dagster):
