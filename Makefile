@@ -9,10 +9,11 @@ export DAGSTER_HOME := $(CURDIR)/.dagster_home
 java:
 	@command -v java >/dev/null 2>&1 || { echo "PySpark needs Java 17: install it first (Debian: apt-get install -y openjdk-17-jre-headless)"; exit 1; }
 
-$(BIN)/.installed: pyproject.toml
+# The postgres extra too: the suite runs the production instance (examples/dagster.yaml).
+$(BIN)/.installed: pyproject.toml Makefile
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres]'
 	@touch $@
 
 # The local instance: one run of the code location at a time (see the file).
@@ -29,6 +30,7 @@ lint: $(BIN)/.installed
 
 test: java lint
 	@command -v mvn >/dev/null 2>&1 || { echo "the conformance suite starts a real Apache HBase whose jars Maven resolves: install Maven first (Debian: apt-get install -y maven)"; exit 1; }
+	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "the production Dagster instance is tested on a PostgreSQL server the suite starts: install it first (Debian: apt-get install -y postgresql)"; exit 1; }
 	$(BIN)/pytest -n 2
 
 # `dagster dev` warns on every start that it is superseded by `dg dev` (a separate CLI that

@@ -1,30 +1,43 @@
 """Dagster as users run it: ``dagster-webserver`` and ``dagster-daemon`` over ``workspace.yaml``.
 
-Both start as real processes from the repository root with their own ``DAGSTER_HOME`` (the
-project's ``examples/dagster.local.yaml``) and environment, so every run is launched the way the
-UI, a sensor, the schedule or a backfill launches it: a queued run, dequeued by the daemon, executed
-by a run worker process that imports the code location. Runs are launched through the
+Both start as real processes from the repository root with their own ``DAGSTER_HOME`` (an
+instance file of the project's ``examples/``: the laptop's ``dagster.local.yaml`` unless a test
+names another) and environment, so every run is launched the way the UI, a sensor, the schedule
+or a backfill launches it: a queued run, dequeued by the daemon, executed by a run worker
+process that imports the code location. Runs are launched through the
 webserver's GraphQL API with the mutations the UI itself sends; outcomes are read back from the
 instance's own storage.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterable
+from datetime import date
 from pathlib import Path
+from unittest import mock
 
 import httpx
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
 
+from profile_assets.definitions import daily_assets, defs
+from profile_store.generator.lake import generate_lake
+
 REPO = Path(__file__).resolve().parents[2]
+LOCAL_INSTANCE = REPO / "examples" / "dagster.local.yaml"
+PRODUCTION_INSTANCE = REPO / "examples" / "dagster.yaml"
 BIN = Path(sys.executable).parent
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
+WAITING = {DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED}
+GRAPH = defs.get_repository_def().asset_graph
+EVERY_ASSET = {key.to_user_string() for asset in daily_assets for key in asset.keys}
 
 REPOSITORY_QUERY = """
 query {
@@ -152,27 +165,43 @@ class RunFailed(AssertionError):
 
 
 class DagsterServices:
-    """A webserver and a daemon over one instance directory; stop() ends both."""
+    """A webserver and a daemon over one instance directory; stop() ends both.
 
-    def __init__(self, home: Path, env: dict[str, str]):
+    ``instance_config`` is copied unchanged as the instance's ``dagster.yaml``; the settings it
+    reads from the environment come from ``env``.
+    """
+
+    def __init__(self, home: Path, env: dict[str, str], instance_config: Path = LOCAL_INSTANCE):
         self.home = home
         self.env = {**os.environ, **env, "DAGSTER_HOME": str(home)}
         home.mkdir(parents=True, exist_ok=True)
-        shutil.copy(REPO / "examples" / "dagster.local.yaml", home / "dagster.yaml")
+        shutil.copy(instance_config, home / "dagster.yaml")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.lake: Path | None = None
+        self.held_back: Path | None = None  # a generated landing day not landed yet
         self._processes: dict[str, subprocess.Popen] = {}
         self._logs: dict[str, Path] = {}
         self.location = ""
         self.repository = ""
+
+    def land_held_back(self) -> None:
+        shutil.copytree(self.held_back, self.lake / "landing" / self.held_back.name)
 
     # -- processes ------------------------------------------------------------------------
 
     def _start(self, name: str, command: list[str]) -> None:
         log_path = self.home / f"{name}.log"
         with log_path.open("wb") as log:
+            # A session of its own: stop() ends the code servers, run workers and Spark JVMs
+            # it starts with it (a run still in flight at the end would outlive it otherwise).
             self._processes[name] = subprocess.Popen(
-                command, cwd=REPO, env=self.env, stdout=log, stderr=subprocess.STDOUT
+                command,
+                cwd=REPO,
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
         self._logs[name] = log_path
 
@@ -217,6 +246,8 @@ class DagsterServices:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
 
     # -- GraphQL --------------------------------------------------------------------------
 
@@ -332,7 +363,25 @@ class DagsterServices:
     # -- outcomes, read from the instance's storage -----------------------------------------
 
     def instance(self) -> DagsterInstance:
-        return DagsterInstance.from_config(str(self.home))
+        # The file's `env:` settings (the production instance's DAGSTER_PG_*) are resolved
+        # here, from the services' environment.
+        with mock.patch.dict(os.environ, self.env):
+            return DagsterInstance.from_config(str(self.home))
+
+    def wait_for_start(self, filters: RunsFilter, timeout_s: float = 300) -> str:
+        """The first run matching ``filters`` once the daemon has taken it off the queue."""
+        deadline = time.monotonic() + timeout_s
+        with self.instance() as instance:
+            while True:
+                left = [r for r in instance.get_runs(filters=filters) if r.status not in WAITING]
+                if left:
+                    return left[-1].run_id
+                if time.monotonic() > deadline:
+                    raise AssertionError(
+                        f"no run left the queue after {timeout_s:.0f} s\n"
+                        f"daemon log:\n{self.log_tail('daemon')}"
+                    )
+                time.sleep(0.5)
 
     def wait_for_runs(
         self, filters: RunsFilter, count: int, timeout_s: float = 600, must_succeed: bool = True
@@ -359,6 +408,13 @@ class DagsterServices:
                         f"daemon log:\n{self.log_tail('daemon')}"
                     )
                 time.sleep(1)
+
+    def event_time(self, run_id: str, event_type: DagsterEventType) -> float:
+        """When the run's (first) event of ``event_type`` was written."""
+        with self.instance() as instance:
+            records = instance.all_logs(run_id, of_type=event_type)
+        assert records, f"run {run_id} has no {event_type.value} event"
+        return records[0].timestamp
 
     def materialized(self, run_id: str) -> set[str]:
         """The assets the run materialized."""
@@ -423,3 +479,59 @@ class DagsterServices:
                     lines.append(error.to_string())
         lines.append(f"daemon log:\n{self.log_tail('daemon')}")
         return "\n".join(lines)
+
+
+def over_generated_lake(
+    tmp_path_factory,
+    days: list[str],
+    events_per_day: int,
+    seed: int,
+    env: dict[str, str] | None = None,
+    instance_config: Path = LOCAL_INSTANCE,
+    hold_back_last: bool = True,
+    answer_key: bool = True,
+) -> DagsterServices:
+    """Services (not started) over a generated lake of ``days``, landed but for the last one
+    with ``hold_back_last`` (``land_held_back()`` lands it), with the generator's answer key
+    (``ground_truth/``, for the identity check) unless ``answer_key`` is false. The daemon
+    evaluates sensors every 5 s."""
+    generated = tmp_path_factory.mktemp("generated")
+    generate_lake(
+        generated, len(days), events_per_day, seed=seed, start_date=date.fromisoformat(days[0])
+    )
+    lake = tmp_path_factory.mktemp("lake")
+    (lake / "landing").mkdir()
+    if answer_key:
+        shutil.copytree(generated / "ground_truth", lake / "ground_truth")
+    for day in days[:-1] if hold_back_last else days:
+        shutil.copytree(generated / "landing" / f"date={day}", lake / "landing" / f"date={day}")
+    services = DagsterServices(
+        tmp_path_factory.mktemp("dagster_home"),
+        {
+            "PROFILES_LAKE_ROOT": str(lake),
+            "PROFILES_HBASE_DATA_DIR": str(tmp_path_factory.mktemp("hbase")),
+            "SPARK_SHUFFLE_PARTITIONS": "2",
+            "PROFILES_SENSOR_INTERVAL_SECONDS": "5",
+            **(env or {}),
+        },
+        instance_config,
+    )
+    services.lake = lake
+    if hold_back_last:
+        services.held_back = generated / "landing" / f"date={days[-1]}"
+    return services
+
+
+def assert_complete(dagster: DagsterServices, run_id: str, assets: set[str]) -> None:
+    """The run materialized ``assets`` and every check of them ran and passed.
+
+    (Outside a test module pytest does not rewrite asserts: each says what it compared.)
+    """
+    assert dagster.materialized(run_id) == assets, dagster.explain_run(run_id)
+    checks = set(dagster.check_outcomes(run_id))
+    expected = {
+        key.name for key in GRAPH.asset_check_keys if key.asset_key.to_user_string() in assets
+    }
+    assert checks == expected, f"run {run_id} evaluated {sorted(checks)}, not {sorted(expected)}"
+    failures = dagster.check_failures(run_id)
+    assert failures == {}, f"run {run_id}: checks failed: {failures}"

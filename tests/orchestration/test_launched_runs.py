@@ -25,51 +25,25 @@ quality: every asset and every asset check of the location, on every day, throug
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 import sys
 import time
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import pyarrow.parquet as pq
 import pytest
 from dagster import DagsterRunStatus, RunsFilter
-from dagster_services import DagsterServices
-
-from profile_assets.definitions import daily_assets, defs
-from profile_store.generator.lake import generate_lake
+from dagster_services import EVERY_ASSET, assert_complete, over_generated_lake
 
 DAYS = ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"]
 EVENTS_PER_DAY = 5_000
-
-GRAPH = defs.get_repository_def().asset_graph
-EVERY_ASSET = {key.to_user_string() for asset in daily_assets for key in asset.keys}
 DOWNSTREAM_OF_RAW_EVENTS = EVERY_ASSET - {"raw_events"}
 
 
 @pytest.fixture(scope="module")
 def dagster(tmp_path_factory):
     """Webserver and daemon over days 1-3 landed; day 4 generated but held back."""
-    generated = tmp_path_factory.mktemp("generated")
-    generate_lake(
-        generated, len(DAYS), EVENTS_PER_DAY, seed=5, start_date=date.fromisoformat(DAYS[0])
-    )
-    lake = tmp_path_factory.mktemp("lake")
-    (lake / "landing").mkdir()
-    shutil.copytree(generated / "ground_truth", lake / "ground_truth")
-    for day in DAYS[:3]:
-        shutil.copytree(generated / "landing" / f"date={day}", lake / "landing" / f"date={day}")
-    services = DagsterServices(
-        tmp_path_factory.mktemp("dagster_home"),
-        {
-            "PROFILES_LAKE_ROOT": str(lake),
-            "PROFILES_HBASE_DATA_DIR": str(tmp_path_factory.mktemp("hbase")),
-            "SPARK_SHUFFLE_PARTITIONS": "2",
-            "PROFILES_SENSOR_INTERVAL_SECONDS": "5",
-        },
-    )
-    services.held_back = generated / "landing" / f"date={DAYS[3]}"
-    services.lake = lake
+    services = over_generated_lake(tmp_path_factory, DAYS, EVENTS_PER_DAY, seed=5)
     try:
         services.start_webserver()
         # The landing sensor is on by default: off until test 3, so that the runs below are the
@@ -81,17 +55,6 @@ def dagster(tmp_path_factory):
         yield services
     finally:
         services.stop()
-
-
-def assert_complete(dagster: DagsterServices, run_id: str, assets: set[str]) -> None:
-    """The run materialized ``assets`` and every check of them ran and passed."""
-    assert dagster.materialized(run_id) == assets, dagster.explain_run(run_id)
-    checks = dagster.check_outcomes(run_id)
-    expected = {
-        key.name for key in GRAPH.asset_check_keys if key.asset_key.to_user_string() in assets
-    }
-    assert set(checks) == expected
-    assert dagster.check_failures(run_id) == {}
 
 
 def test_the_schedules_tick_launches_a_partitioned_daily_run_that_succeeds(dagster):
@@ -119,7 +82,7 @@ def test_a_two_day_backfill_of_the_daily_job_succeeds_day_by_day(dagster):
 
 
 def test_the_landing_sensor_runs_exactly_the_new_day(dagster):
-    shutil.copytree(dagster.held_back, dagster.lake / "landing" / f"date={DAYS[3]}")
+    dagster.land_held_back()
     dagster.start_sensor("landing_sensor")
     (run_id,) = dagster.wait_for_runs(RunsFilter(tags={"dagster/sensor_name": "landing_sensor"}), 1)
     with dagster.instance() as instance:
