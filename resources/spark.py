@@ -33,13 +33,12 @@ def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) ->
         "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "16384",
         # A day's compaction joins the state with its ~100,000s of rewritten members several
         # times; at Spark's 10 MB default those are shuffled sort-merge joins, at 64 MB the
-        # members side is broadcast (a 1M-event day: compacted_profiles 33.6 -> 30.3 s).
+        # members side is broadcast.
         "spark.sql.autoBroadcastJoinThreshold": str(64 * 1024 * 1024),
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
-        # The throughput collector: on two cores G1's concurrent work competes with the tasks
-        # (typing a cold 1M-line day: 14.2-15.1 s with G1, 12.5-13.7 s with it).
+        # The throughput collector: on two cores G1's concurrent work competes with the tasks.
         "spark.driver.extraJavaOptions": (
             f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} -XX:+UseParallelGC"
         ),
