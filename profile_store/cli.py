@@ -22,6 +22,7 @@ COMMAND_MODULES = (
     "profile_store.imports.cli",
     "profile_store.erasure.cli",
     "profile_store.launchers.cli",
+    "profile_store.realtime.cli",
 )
 
 
