@@ -426,7 +426,8 @@ class LakeSink:
     def _flush_due(self) -> bool:
         if self._flush_soon:
             return True
-        held = [b for b in self._batches.values() if not b.empty]
+        # An unfinished intent's batch is written when it is whole, not by age or size.
+        held = [b for b in self._batches.values() if not b.empty and b.must_end is None]
         if not held:
             return False
         if sum(b.message_bytes for b in held) >= self.config.flush_bytes:

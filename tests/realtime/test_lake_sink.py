@@ -147,9 +147,9 @@ def test_a_day_closes_only_after_every_event_sent_before_its_deadline_landed(
     messages = events_of(D1, 600) + events_of(D2, 60, prefix="f")
     send(bus, messages)
     storage = LocalLakeStorage(tmp_path / "lake")
-    # Past the deadline already, reading 50 messages a poll: the day is due long before the
-    # sink has read what was sent for it.
-    sink = sink_for(bus, storage, max_poll_messages=50)
+    # Past the deadline already, reading 50 messages a poll and writing them at once: the day
+    # is due, and has files, long before the sink has read what was sent for it.
+    sink = sink_for(bus, storage, max_poll_messages=50, flush_bytes=1)
     seen_when_marked = []
 
     def step() -> None:
