@@ -49,17 +49,10 @@ GROUP = "bench-lake-sink"
 
 
 def generated_messages(root: Path, events: int, seed: int) -> list[tuple[bytes, bytes]]:
-    import gzip
+    """Three generated days, interleaved: batches span days."""
+    from profile_store.generator.traffic import keyed_traffic
 
-    from profile_store.generator.lake import generate_lake
-    from profile_store.realtime.event_keys import keyed_lines
-
-    generate_lake(root, 3, -(-events // 3), seed)
-    lines: list[bytes] = []
-    for part in sorted((root / "landing").rglob("*.jsonl.gz")):
-        lines.extend(gzip.decompress(part.read_bytes()).splitlines())
-    random.Random(seed).shuffle(lines)  # the three days interleaved: batches span days
-    return keyed_lines(lines[:events])
+    return keyed_traffic(root, 3, -(-events // 3), seed, interleave_days=True)[:events]
 
 
 def landing_files(lake: Path) -> set[Path]:

@@ -25,7 +25,6 @@ Spark's Kafka source works with this project's Spark at all.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import platform
@@ -241,17 +240,11 @@ def _self_cpu() -> float:
 
 
 def generated_events(count: int, seed: int, work: Path) -> list[tuple[bytes, bytes]]:
-    """``count`` landing lines of generated days (malformed lines and duplicates included),
-    keyed as the collector keys them."""
-    from profile_store.generator.lake import generate_lake
-    from profile_store.realtime.event_keys import keyed_lines
+    """``count`` messages of generated traffic (malformed lines and duplicates included)."""
+    from profile_store.generator.traffic import keyed_traffic
 
     days = max(1, -(-count // 200_000))
-    generate_lake(work / "lake", days, -(-count // days), seed)
-    lines: list[bytes] = []
-    for part in sorted((work / "lake").rglob("*.jsonl.gz")):
-        lines.extend(gzip.decompress(part.read_bytes()).splitlines())
-    return keyed_lines(lines[:count])
+    return keyed_traffic(work / "lake", days, -(-count // days), seed)[:count]
 
 
 def fill_topic(settings, messages: list[tuple[bytes, bytes]]) -> None:

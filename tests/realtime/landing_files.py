@@ -1,4 +1,4 @@
-"""What the real-time tests send and read back: events, generated traffic, landing files."""
+"""What the real-time tests send and read back: events and landing files."""
 
 from __future__ import annotations
 
@@ -7,14 +7,11 @@ import json
 import time
 from collections import defaultdict
 from collections.abc import Callable
-from datetime import UTC, date, datetime
-from pathlib import Path
+from datetime import UTC, datetime
 
-from profile_store.generator.lake import generate_lake
 from profile_store.lake_layout import LANDING
 from profile_store.lake_storage import LakeStorage
 from profile_store.landing_watch import is_landing_data
-from profile_store.realtime.event_keys import keyed_lines
 
 
 def event_line(event_id: str, event_time: str, user: str = "u1", event_type: str = "open") -> bytes:
@@ -30,17 +27,6 @@ def event_line(event_id: str, event_time: str, user: str = "u1", event_type: str
         },
         separators=(",", ":"),
     ).encode()
-
-
-def generated_messages(
-    root: Path, days: int, events_per_day: int, seed: int, start: date = date(2026, 11, 1)
-) -> list[tuple[bytes, bytes]]:
-    """The generator's traffic (malformed lines and duplicate deliveries included), keyed."""
-    generate_lake(root, days, events_per_day, seed, start_date=start)
-    lines: list[bytes] = []
-    for part in sorted((root / "landing").rglob("*.jsonl.gz")):
-        lines.extend(gzip.decompress(part.read_bytes()).splitlines())
-    return keyed_lines(lines)
 
 
 def landed(storage: LakeStorage) -> dict[str, list[bytes]]:

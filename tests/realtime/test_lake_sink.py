@@ -6,7 +6,6 @@ restart."""
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -19,10 +18,11 @@ from pathlib import Path
 import boto3
 import pytest
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from landing_files import data_files, drive, event_line, generated_messages, landed, utc_day
+from landing_files import data_files, drive, event_line, landed, utc_day
 
 from profile_store.event_bus.producer import EventProducer
 from profile_store.event_bus.settings import EventBusSettings
+from profile_store.generator.traffic import keyed_traffic
 from profile_store.lake_storage import LakeStorage, LocalLakeStorage, S3LakeStorage
 from profile_store.landing_watch import changed_days, complete_days
 from profile_store.realtime.lake_sink import (
@@ -103,8 +103,7 @@ def run_until_caught_up(sink: LakeSink, total: int) -> None:
 
 
 def test_each_event_lands_once_in_the_landing_day_of_its_utc_time(bus, tmp_path, sink_for):
-    messages = generated_messages(tmp_path / "generated", days=2, events_per_day=1500, seed=5)
-    random.Random(3).shuffle(messages)  # the days arrive interleaved
+    messages = keyed_traffic(tmp_path / "generated", 2, 1500, seed=5, interleave_days=True)
     send(bus, messages)
     storage = LocalLakeStorage(tmp_path / "lake")
     sink = sink_for(bus, storage)
