@@ -32,7 +32,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from confluent_kafka import Consumer, TopicPartition  # noqa: E402
+from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E402
 
 from profile_store.event_bus.producer import DeliveryError, EventProducer  # noqa: E402
 from profile_store.event_bus.settings import EventBusSettings  # noqa: E402
@@ -93,9 +93,16 @@ def produce(settings, messages, rate: float, stop: threading.Event, report: dict
 def committed_intents(settings: EventBusSettings, partitions: int) -> int:
     consumer = Consumer({"bootstrap.servers": settings.bootstrap_servers, "group.id": GROUP})
     try:
-        committed = consumer.committed(
-            [TopicPartition(settings.topic, p) for p in range(partitions)], timeout=60
-        )
+        for attempt in range(120):  # a restarted broker's coordinator may still be loading
+            try:
+                committed = consumer.committed(
+                    [TopicPartition(settings.topic, p) for p in range(partitions)], timeout=60
+                )
+                break
+            except KafkaException:
+                if attempt == 119:
+                    raise
+                time.sleep(0.5)
     finally:
         consumer.close()
     return sum(1 for tp in committed if intent_end(tp.metadata) is not None)

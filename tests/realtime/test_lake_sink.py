@@ -17,7 +17,8 @@ from pathlib import Path
 
 import boto3
 import pytest
-from confluent_kafka import Consumer, KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicPartition
+from group_offsets import committed_once_loaded
 from landing_files import data_files, drive, event_line, landed, utc_day
 
 from profile_store.event_bus.producer import EventProducer
@@ -225,13 +226,10 @@ def test_closing_the_sink_writes_and_commits_what_it_holds(bus, tmp_path, sink_f
 
 def committed_intents(bus: EventBusSettings, group: str) -> dict[int, tuple[int, int]]:
     """Partition -> (committed offset, intent end) for partitions with an unfinished batch."""
-    consumer = Consumer({"bootstrap.servers": bus.bootstrap_servers, "group.id": group})
-    try:
-        committed = consumer.committed(
-            [TopicPartition(bus.topic, p) for p in range(bus.partitions)], timeout=30
-        )
-    finally:
-        consumer.close()
+    config = {"bootstrap.servers": bus.bootstrap_servers, "group.id": group}
+    committed = [
+        committed_once_loaded(config, TopicPartition(bus.topic, p)) for p in range(bus.partitions)
+    ]
     return {
         tp.partition: (tp.offset, intent_end(tp.metadata))
         for tp in committed
