@@ -21,6 +21,8 @@ COMMAND_MODULES = (
     "profile_assets.run_days",
     "profile_store.imports.cli",
     "profile_store.erasure.cli",
+    "profile_store.launchers.cli",
+    "profile_store.realtime.cli",
 )
 
 

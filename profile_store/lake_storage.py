@@ -7,6 +7,7 @@ serves a laptop and a bucket. ``spark_uri`` is the bridge between the two views.
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -202,3 +203,23 @@ class S3LakeStorage:
         source = {"Bucket": self.bucket, "Key": self._key(relative)}
         self.client.copy_object(Bucket=self.bucket, Key=target, CopySource=source)
         self.client.delete_object(Bucket=self.bucket, Key=source["Key"])
+
+
+def lake_storage_from_env(
+    env: dict[str, str] | None = None, root: str | None = None
+) -> LakeStorage:
+    """The lake named by ``PROFILES_LAKE_ROOT`` (``root`` wins), for processes that run outside
+    Dagster (the lake sink); S3 through boto3's default credential chain, with
+    ``PROFILES_S3_ENDPOINT_URL`` and ``AWS_REGION`` as the lake resource reads them."""
+    env = dict(os.environ if env is None else env)
+    root = root or env.get("PROFILES_LAKE_ROOT", "data/lake")
+    if not root.startswith(("s3://", "s3a://")):
+        return LocalLakeStorage(root)
+    import boto3
+
+    client = boto3.client(
+        "s3",
+        endpoint_url=env.get("PROFILES_S3_ENDPOINT_URL") or None,
+        region_name=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
+    )
+    return S3LakeStorage(root, client, spark_scheme=env.get("PROFILES_SPARK_S3_SCHEME", "s3a"))

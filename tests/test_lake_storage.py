@@ -5,7 +5,7 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from profile_store.lake_storage import LocalLakeStorage, S3LakeStorage
+from profile_store.lake_storage import LocalLakeStorage, S3LakeStorage, lake_storage_from_env
 from resources.lake import LakeResource
 
 
@@ -135,3 +135,18 @@ def test_lake_resource_reads_its_settings_from_the_environment():
     )
     assert lake.is_s3 and lake.s3_endpoint_url == "http://127.0.0.1:9000"
     assert LakeResource.from_env({}).root == "data/lake"
+
+
+def test_outside_dagster_the_environment_names_a_directory_or_an_s3_prefix(
+    tmp_path, s3_client, s3_endpoint
+):
+    local = lake_storage_from_env({"PROFILES_LAKE_ROOT": str(tmp_path / "lake")})
+    assert isinstance(local, LocalLakeStorage) and local.root == str(tmp_path / "lake")
+    s3 = lake_storage_from_env(
+        {"PROFILES_S3_ENDPOINT_URL": s3_endpoint, "AWS_REGION": "us-east-1"},
+        root="s3://lake-bucket/stream",
+    )
+    s3.write_bytes("landing/date=2026-11-01/_SUCCESS", b"")
+    assert s3_client.list_objects_v2(Bucket="lake-bucket")["Contents"][0]["Key"] == (
+        "stream/landing/date=2026-11-01/_SUCCESS"
+    )
