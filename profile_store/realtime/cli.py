@@ -249,7 +249,7 @@ def run_live_profiles(args: argparse.Namespace) -> int:
     ) as error:
         print(f"profiles stream live-profiles: {error}", file=sys.stderr)
         return EXIT_FAILURE
-    logger.info("live profiles stopped: %s", job.progress)
+    logger.info("live profiles stopped: %s", job.progress.summary())
     return 0
 
 

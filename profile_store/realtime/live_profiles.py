@@ -140,6 +140,18 @@ class LiveProgress:
     resolved_by_lookup: int = 0
     hbase_retries: int = 0
 
+    def summary(self) -> str:
+        rejected = sum(self.rejected.values())
+        return (
+            f"{self.messages:,} messages in {self.batches:,} batches: {self.events_applied:,} "
+            f"events applied, {self.events_already_held:,} already held, "
+            f"{self.events_superseded:,} of days the daily run covers, {rejected:,} rejected "
+            f"({', '.join(f'{k} {v:,}' for k, v in sorted(self.rejected.items())) or 'none'}), "
+            f"{self.suppressed:,} of erased ids; {self.rows_written:,} row writes, "
+            f"{self.cells_written:,} cells; {self.new_profiles:,} new ids, "
+            f"{self.resolved_by_lookup:,} found by lookup; {self.hbase_retries} HBase retries"
+        )
+
 
 @dataclass
 class _Row:
@@ -191,9 +203,15 @@ class LiveProfiles:
         )
         return self
 
-    def run(self, stop: threading.Event) -> None:
+    def run(self, stop: threading.Event, log_seconds: float = 30.0) -> None:
+        """Until ``stop`` is set (the batch in hand is finished first); progress is logged
+        every ``log_seconds``."""
+        logged = time.monotonic()
         while not stop.is_set():
             self.step()
+            if time.monotonic() - logged >= log_seconds:
+                logged = time.monotonic()
+                logger.info("live profiles: %s", self.progress.summary())
         self.close()
 
     def close(self) -> None:

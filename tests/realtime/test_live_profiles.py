@@ -6,6 +6,7 @@ out-of-order events and a member that writes after it lost its partitions."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import signal
@@ -16,6 +17,7 @@ import time
 from pathlib import Path
 
 import happybase
+import httpx
 import pytest
 from landing_files import drive
 from live_rows import (
@@ -438,3 +440,99 @@ def test_a_person_merged_between_batches_gets_both_ids_events_on_every_row(
         assert counter(reader, profile, "buy", now) == pytest.approx(
             expected_counter(before, "buy", now), rel=1e-9
         )
+
+
+# --- the command ----------------------------------------------------------------------------------
+
+SHOP_KEY = "live-shop-key-0123456789"
+
+
+def live_command(tmp_path: Path, *extra: str) -> list[str]:
+    rules = tmp_path / "rules.json"
+    rules.write_text(json.dumps(RULES))
+    return [
+        sys.executable,
+        "-m",
+        "profile_store.cli",
+        "stream",
+        "live-profiles",
+        *("--lake", str(tmp_path / "lake"), "--segment-rules", str(rules), *extra),
+    ]
+
+
+def test_profiles_stream_live_profiles_feeds_the_cli_and_http_reads_until_sigterm(
+    bus, connection, gateway, tmp_path, serve_process
+):
+    prefix = f"cmd{os.getpid()}"
+    ensure_table(connection, f"{prefix}_profiles")
+    process: subprocess.Popen | None = None
+    try:
+        write_person(connection.table(f"{prefix}_profiles"), ["c1", "c2", "c3"])
+        hbase = ["--hbase-host", "127.0.0.1", "--hbase-port", str(gateway.port)]
+        hbase += ["--hbase-table-prefix", prefix]
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "PROFILES_KAFKA_BOOTSTRAP_SERVERS": bus.bootstrap_servers,
+            "PROFILES_KAFKA_TOPIC": bus.topic,
+        }
+        process = subprocess.Popen(
+            live_command(tmp_path, *hbase), cwd=tmp_path, env=env, stderr=subprocess.PIPE
+        )
+        at = recent_ms(30)
+        send(bus, [message("e1", "c2", at), message("e2", "c1", at, "purchase")])
+        reader = ProfileReader(table_opener(connection, f"{prefix}_profiles"))
+        drive(
+            lambda: time.sleep(0.2),
+            lambda: process.poll() is not None or "buyers" in reader.segments("c3").segments,
+        )
+        shown = subprocess.run(
+            [sys.executable, "-m", "profile_store.cli", "profile", "segments", "c3", "--json"]
+            + hbase,
+            cwd=REPO,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        tenants = tmp_path / "tenants.json"
+        tenants.write_text(
+            json.dumps({"tenants": [{"name": "shop", "api_keys": [SHOP_KEY], "app_ids": ["shop"]}]})
+        )
+        url, _ = serve_process(
+            [sys.executable, "-m", "profile_store.cli", "serve", "--port", "0"]
+            + ["--tenants", str(tenants), *hbase]
+        )
+        served = httpx.get(f"{url}/v1/profiles/c3", headers={"X-API-Key": SHOP_KEY}, timeout=30)
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+        connection.delete_table(f"{prefix}_profiles", disable=True)
+
+    assert process.returncode == 0, err.decode()
+    assert b"live profiles stopped: 2 messages" in err
+    assert json.loads(shown.stdout)["segments_expiry_ms"] == {
+        "buyers": at + 60 * DAY_MS,
+        "clickers": at + 7 * DAY_MS,
+    }
+    body = served.json()
+    assert served.status_code == 200 and set(body["segments"]) == {"buyers", "clickers"}
+    # one event each, decayed over the seconds since (a half-life of seven days)
+    assert body["counters"] == {
+        "click": pytest.approx(1.0, rel=1e-3),
+        "purchase": pytest.approx(1.0, rel=1e-3),
+    }
+
+
+def test_profiles_stream_live_profiles_refuses_a_bad_rule_naming_it(tmp_path):
+    rules = tmp_path / "bad.json"
+    rules.write_text(json.dumps([{"segment": "x", "event_type": "click", "ttl_days": -1}]))
+    command = live_command(tmp_path)
+    command[command.index("--segment-rules") + 1] = str(rules)
+    completed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 2
+    assert "segment_rules[0]: segment 'x': ttl_days must be in (0, 3650], got -1.0" in (
+        completed.stderr
+    )
