@@ -13,6 +13,7 @@ attribute of that name) or not as a plain string is parsed with ``json`` instead
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime
 
@@ -121,6 +122,7 @@ def event_days(values: pa.BinaryArray, timestamps_ms: np.ndarray) -> np.ndarray:
     return np.where(days >= 0, days, arrival)
 
 
+@functools.lru_cache(maxsize=4096)
 def day_text(day: int) -> str:
     """``YYYY-MM-DD`` of a day number."""
     return datetime.fromtimestamp(day * 86_400, tz=UTC).date().isoformat()

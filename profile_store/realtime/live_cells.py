@@ -6,6 +6,7 @@ them):
 
 ```
 u:<YYYY-MM-DD>|<partition>|<origin id>   JSON {"o": offset, "v": version, "h": half-life ms,
+                                               "p": the person it was spread over,
                                                "s": {segment: expiry ms},
                                                "f": {event type: [value, last ms]}}
 ```
@@ -29,6 +30,7 @@ the row is what a run without the live path writes.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Iterator, Mapping
@@ -55,11 +57,11 @@ class Lineage:
     partition: int
     origin: str
 
-    @property
+    @functools.cached_property
     def qualifier(self) -> bytes:
         return f"{self.day}|{self.partition}|{self.origin}".encode()
 
-    @property
+    @functools.cached_property
     def column(self) -> bytes:
         return UNSYNCED + b":" + self.qualifier
 
@@ -73,6 +75,10 @@ class LiveCell:
     half_life_ms: int
     segments: dict[str, int] = field(default_factory=dict)
     counters: dict[str, tuple[float, int]] = field(default_factory=dict)
+    # The person the cell was spread over (every row of it), as its rows named it then
+    # (``person_identity``): rows that name it otherwise were compacted since, maybe into
+    # another person (a merge, a split).
+    spread_over: str = ""
 
 
 EMPTY_THROUGH = -1
@@ -96,6 +102,7 @@ def encode_cell(cell: LiveCell) -> bytes:
         "o": cell.through,
         "v": cell.version,
         "h": cell.half_life_ms,
+        "p": cell.spread_over,
         "s": cell.segments,
         "f": {event: [value, last] for event, (value, last) in cell.counters.items()},
     }
@@ -114,11 +121,19 @@ def decode_cell(value: bytes) -> LiveCell:
             half_life_ms=half_life,
             segments={str(k): int(v) for k, v in body["s"].items()},
             counters={str(k): (float(v), int(t)) for k, (v, t) in body["f"].items()},
+            spread_over=str(body.get("p", "")),
         )
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise LiveCellError(f"live cell value {value[:80]!r}: {error!r}") from None
 
 
+def person_identity(as_of_ms: int, master: str, devices: int) -> str:
+    """A person as its rows name it: their daily state, master and number of ids. Compaction
+    writes all of a person's rows with one; a merge or a split changes it."""
+    return f"{as_of_ms}|{devices}|{master}"
+
+
+@functools.lru_cache(maxsize=4096)
 def day_end_ms(day: str) -> int:
     """The end of a UTC day (the next midnight), in epoch ms: what ``s:as_of`` is after it."""
     start = datetime.fromisoformat(day).replace(tzinfo=UTC)

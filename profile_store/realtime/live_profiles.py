@@ -34,10 +34,11 @@ import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from confluent_kafka import Consumer, KafkaException, TopicPartition
+from happybase.batch import BatchMutation, Mutation  # the Thrift structs happybase loads
 from thriftpy2.thrift import TException
 
 from profile_store.erasure.suppression import Suppression
@@ -48,6 +49,7 @@ from profile_store.profiles.segment_rules import DAY_MS, DEFAULT_RULES, SegmentR
 from profile_store.profiles.table import (
     AS_OF,
     ASSOCIATIONS,
+    DEVICES,
     LOOKUP_PROFILE,
     MASTER,
     PROFILE_TABLE,
@@ -67,6 +69,7 @@ from profile_store.realtime.live_cells import (
     decode_cell,
     encode_cell,
     parse_qualifier,
+    person_identity,
     superseded,
 )
 from profile_store.realtime.live_events import LiveEvents, parse_events
@@ -75,7 +78,7 @@ from profile_store.realtime.live_updates import event_lineages, lineage_updates
 logger = logging.getLogger(__name__)
 
 DEFAULT_GROUP_ID = "profiles-live"
-ORIGIN_COLUMNS = [TYPE, MASTER, AS_OF, ASSOCIATIONS, UNSYNCED]
+ORIGIN_COLUMNS = [TYPE, MASTER, AS_OF, DEVICES, ASSOCIATIONS, UNSYNCED]
 SECOND_COLUMNS = [TYPE, AS_OF, UNSYNCED, LOOKUP_PROFILE]  # the persons' other rows and lookups
 HBASE_ERRORS = (TException, OSError, socket.timeout)
 
@@ -138,6 +141,7 @@ class LiveProgress:
     cells_written: int = 0
     new_profiles: int = 0  # origins with no row and no lookup: a row of their own
     resolved_by_lookup: int = 0
+    spreads: int = 0  # persons whose rows were all read, to spread their cells over them
     hbase_retries: int = 0
 
     def summary(self) -> str:
@@ -149,7 +153,8 @@ class LiveProgress:
             f"({', '.join(f'{k} {v:,}' for k, v in sorted(self.rejected.items())) or 'none'}), "
             f"{self.suppressed:,} of erased ids; {self.rows_written:,} row writes, "
             f"{self.cells_written:,} cells; {self.new_profiles:,} new ids, "
-            f"{self.resolved_by_lookup:,} found by lookup; {self.hbase_retries} HBase retries"
+            f"{self.resolved_by_lookup:,} found by lookup, {self.spreads:,} persons spread; "
+            f"{self.hbase_retries} HBase retries"
         )
 
 
@@ -159,17 +164,25 @@ class _Row:
 
     exists: bool
     as_of_ms: int = 0
+    devices: int = 1
     master: str | None = None
     others: tuple[str, ...] = ()
     cells: dict[Lineage, LiveCell] = field(default_factory=dict)
+    raw: dict[Lineage, bytes] = field(default_factory=dict)  # the cells as stored
 
 
 @dataclass
 class _Person:
-    """The rows a batch writes for one person, with what it read of them."""
+    """The rows a batch writes for one person, and how much of them it read."""
 
     members: set[str] = field(default_factory=set)
-    inherited_as_of: int = 0  # for members not read (the lookup master's ids)
+    as_of_ms: int = 0  # the daily state of its rows (s:as_of)
+    identity: str = ""  # ``person_identity`` of its rows
+    # Its other rows were read: the first write since the person's rows were compacted (or
+    # since its id got its first live cell), which spreads every cell of the person.
+    spread: bool = False
+    # Found through a lookup row: its master's ids are written without being read.
+    by_lookup: bool = False
 
 
 class LiveProfiles:
@@ -256,23 +269,30 @@ class LiveProfiles:
             bases = {
                 lineage: cell
                 for key, union in unions.items()
-                for lineage, cell in union.items()
+                for lineage, (cell, _value) in union.items()
                 if person_of.get(lineage.origin) == key
             }
             updates = lineage_updates(events, bases, config.rules, config.half_life_ms, versions)
             self._count(events, bases, rows)
+            changed: dict[str, dict[Lineage, tuple[LiveCell, bytes]]] = defaultdict(dict)
             for lineage, cell in updates.items():
-                unions[person_of[lineage.origin]][lineage] = cell
-            puts = _puts(persons, rows, unions)
+                key = person_of[lineage.origin]
+                spread = replace(cell, spread_over=persons[key].identity)
+                changed[key][lineage] = unions[key][lineage] = (spread, encode_cell(spread))
+            puts = _puts(persons, rows, unions, changed)
             self._write(table, puts)
 
     def _resolve(
         self, table, events: LiveEvents
     ) -> tuple[dict[str, _Row], dict[str, _Person], dict[str, str]]:
         """Each origin's person (keyed by its master) and the rows read: up to three
-        multi-gets, the third only when an unseen id's alternate id names a person."""
+        multi-gets. The first reads the origins' rows. The second reads the other rows of the
+        persons to spread (``_Person.spread``) and the lookup rows of the alternate ids of
+        origins without a row; the third, only when such a lookup names a person, its master's
+        row."""
         origins = sorted(set(events.origins))
-        rows = self._profile_rows(table, origins, ORIGIN_COLUMNS)
+        decoded = _Decoded()
+        rows = self._profile_rows(table, origins, ORIGIN_COLUMNS, decoded)
         persons: dict[str, _Person] = defaultdict(_Person)
         person_of: dict[str, str] = {}
         unseen = [o for o in origins if not rows[o].exists]
@@ -280,19 +300,30 @@ class LiveProfiles:
             row = rows[origin]
             if row.exists:
                 master = row.master or origin
-                persons[master].members |= {origin, *row.others}
+                person = persons[master]
+                person.members |= {origin, *row.others}
+                person.as_of_ms = max(person.as_of_ms, row.as_of_ms)
+                identity = person_identity(row.as_of_ms, master, row.devices)
+                person.spread |= bool(person.identity) and identity != person.identity
+                person.identity = identity
                 person_of[origin] = master
+        for origin, key in person_of.items():
+            person = persons[key]
+            if not _spread_over(rows[origin], person):
+                person.spread = True
         wanted: dict[str, dict[tuple[str, str], None]] = {o: {} for o in unseen}
         if unseen:
             for origin, keys in zip(events.origins, events.keys, strict=True):
                 if keys and origin in wanted:
                     wanted[origin].update(dict.fromkeys(keys))
-        members = sorted({m for p in persons.values() for m in p.members} - set(rows))
+        spread = {m for p in persons.values() if p.spread for m in p.members}
+        members = sorted(spread - set(rows))
         lookups = sorted({lookup_key(*k) for keys in wanted.values() for k in keys})
         second = dict(
             self._rows(table, [profile_key(m) for m in members] + lookups, SECOND_COLUMNS)
         )
-        rows.update({m: _row(second.get(profile_key(m), {})) for m in members})
+        rows.update({m: _row(second.get(profile_key(m), {}), decoded) for m in members})
+        self.progress.spreads += sum(1 for p in persons.values() if p.spread)
         masters: dict[str, str] = {}
         for origin in unseen:
             for key in wanted[origin]:
@@ -301,25 +332,32 @@ class LiveProfiles:
                     masters[origin] = named
                     break
         anchors = sorted(set(masters.values()) - set(rows))
-        rows.update(self._profile_rows(table, anchors, ORIGIN_COLUMNS))
+        rows.update(self._profile_rows(table, anchors, ORIGIN_COLUMNS, decoded))
         for origin in unseen:
             master = masters.get(origin)
             anchor = rows.get(master) if master is not None else None
             if anchor is None or not anchor.exists:
                 persons[origin].members.add(origin)
+                persons[origin].identity = person_identity(0, origin, 1)
                 person_of[origin] = origin
                 self.progress.new_profiles += 1
                 continue
             person = persons[master]
             person.members |= {origin, master, *anchor.others}
-            person.inherited_as_of = max(person.inherited_as_of, anchor.as_of_ms)
+            person.as_of_ms = max(person.as_of_ms, anchor.as_of_ms)
+            person.identity = person.identity or person_identity(
+                anchor.as_of_ms, master, anchor.devices
+            )
+            person.by_lookup = True
             person_of[origin] = master
             self.progress.resolved_by_lookup += 1
         return rows, dict(persons), person_of
 
-    def _profile_rows(self, table, ids: Sequence[str], columns: list[bytes]) -> dict[str, _Row]:
+    def _profile_rows(
+        self, table, ids: Sequence[str], columns: list[bytes], decoded: _Decoded
+    ) -> dict[str, _Row]:
         found = dict(self._rows(table, [profile_key(i) for i in ids], columns))
-        return {i: _row(found.get(profile_key(i), {})) for i in ids}
+        return {i: _row(found.get(profile_key(i), {}), decoded) for i in ids}
 
     def _rows(self, table, keys: Sequence[bytes], columns: list[bytes]) -> list:
         chunk = self.config.chunk_rows
@@ -346,12 +384,23 @@ class LiveProfiles:
         self.progress.events_applied += int(np.count_nonzero(~already & ~late[group]))
 
     def _write(self, table, puts: Mapping[int, Mapping[str, dict[bytes, bytes]]]) -> None:
+        """One ``mutateRowsTs`` per version (partition) and ``chunk_rows`` rows, each cell
+        put with its version as timestamp."""
+        chunk = self.config.chunk_rows
         for version, by_row in sorted(puts.items()):
-            with table.batch(timestamp=version, batch_size=self.config.chunk_rows) as batch:
-                for profile, cells in sorted(by_row.items()):
-                    batch.put(profile_key(profile), cells)
-                    self.progress.rows_written += 1
-                    self.progress.cells_written += len(cells)
+            mutations = [
+                BatchMutation(
+                    profile_key(profile),
+                    [Mutation(column=name, value=value) for name, value in cells.items()],
+                )
+                for profile, cells in sorted(by_row.items())
+            ]
+            for start in range(0, len(mutations), chunk):
+                table.connection.client.mutateRowsTs(
+                    table.name, mutations[start : start + chunk], version, {}
+                )
+            self.progress.rows_written += len(mutations)
+            self.progress.cells_written += sum(len(cells) for cells in by_row.values())
 
     # -- HBase and Kafka -------------------------------------------------------------------------
 
@@ -411,10 +460,28 @@ def _partition_versions(batch: MessageBatch) -> dict[int, int]:
     return versions
 
 
-def _row(cells: Mapping[bytes, bytes]) -> _Row:
+class _Decoded:
+    """Live cells decoded once per batch: a person's rows hold the same cells."""
+
+    def __init__(self) -> None:
+        self.lineages: dict[bytes, Lineage] = {}
+        self.cells: dict[bytes, LiveCell] = {}
+
+    def cell(self, qualifier: bytes, value: bytes) -> tuple[Lineage, LiveCell]:
+        lineage = self.lineages.get(qualifier)
+        if lineage is None:
+            lineage = self.lineages[qualifier] = parse_qualifier(qualifier)
+        cell = self.cells.get(value)
+        if cell is None:
+            cell = self.cells[value] = decode_cell(value)
+        return lineage, cell
+
+
+def _row(cells: Mapping[bytes, bytes], decoded: _Decoded) -> _Row:
     if not cells or cells.get(TYPE, TYPE_PROFILE) != TYPE_PROFILE:
         return _Row(exists=False)
     live: dict[Lineage, LiveCell] = {}
+    raw: dict[Lineage, bytes] = {}
     others: list[str] = []
     for name, value in cells.items():
         family, _, qualifier = name.partition(b":")
@@ -422,16 +489,21 @@ def _row(cells: Mapping[bytes, bytes]) -> _Row:
             others.append(qualifier.decode())
         elif family == UNSYNCED and is_live_qualifier(qualifier):
             try:
-                live[parse_qualifier(qualifier)] = decode_cell(value)
+                lineage, cell = decoded.cell(qualifier, value)
             except LiveCellError as error:  # not the job's: never used, never overwritten
                 logger.warning("live profiles: %s", error)
+                continue
+            live[lineage] = cell
+            raw[lineage] = value
     as_of = cells.get(AS_OF)
     return _Row(
         exists=True,
         as_of_ms=decode_ms(as_of) if as_of else 0,
+        devices=int(cells.get(DEVICES, b"1")),
         master=cells[MASTER].decode() if MASTER in cells else None,
         others=tuple(others),
         cells=live,
+        raw=raw,
     )
 
 
@@ -441,9 +513,10 @@ def _lookup_master(cells: Mapping[bytes, bytes] | None) -> str | None:
     return cells[LOOKUP_PROFILE].decode()
 
 
-def _union(person: _Person, rows: Mapping[str, _Row]) -> dict[Lineage, LiveCell]:
-    """The newest version of each lineage of the person's ids found on its rows."""
-    union: dict[Lineage, LiveCell] = {}
+def _union(person: _Person, rows: Mapping[str, _Row]) -> dict[Lineage, tuple[LiveCell, bytes]]:
+    """The newest version of each lineage of the person's ids found on its rows, with its
+    stored bytes (a copy to another row puts them as they are)."""
+    union: dict[Lineage, tuple[LiveCell, bytes]] = {}
     for member in person.members:
         row = rows.get(member)
         if row is None:
@@ -451,33 +524,65 @@ def _union(person: _Person, rows: Mapping[str, _Row]) -> dict[Lineage, LiveCell]
         for lineage, cell in row.cells.items():
             if lineage.origin in person.members:
                 have = union.get(lineage)
-                if have is None or cell.version > have.version:
-                    union[lineage] = cell
+                if have is None or cell.version > have[0].version:
+                    union[lineage] = (cell, row.raw[lineage])
     return union
+
+
+def _spread_over(row: _Row, person: _Person) -> bool:
+    """Whether the person's cells are on all its rows already: the origin's row holds one of
+    them spread over the person as its rows name it now (every cell since went to every row)."""
+    return any(
+        cell.spread_over == person.identity and lineage.origin in person.members
+        for lineage, cell in row.cells.items()
+    )
 
 
 def _puts(
     persons: Mapping[str, _Person],
     rows: Mapping[str, _Row],
-    unions: Mapping[str, Mapping[Lineage, LiveCell]],
+    unions: Mapping[str, Mapping[Lineage, tuple[LiveCell, bytes]]],
+    changed: Mapping[str, Mapping[Lineage, tuple[LiveCell, bytes]]],
 ) -> dict[int, dict[str, dict[bytes, bytes]]]:
-    """version -> row -> cells: each lineage cell of a person to each of its rows that lacks
-    that version, unless the row's daily state already covers its day."""
+    """version -> row -> cells, never a cell of a day the row's daily state covers.
+
+    A person spread over its rows gets the batch's new cells on each of them. A person to
+    spread (its rows were read) gets every cell of any of its rows on each row that lacks it,
+    marked as spread against its current daily state. A person found by lookup gets every cell
+    read on each of its master's ids, which were not read.
+    """
     puts: dict[int, dict[str, dict[bytes, bytes]]] = defaultdict(lambda: defaultdict(dict))
     for key, person in persons.items():
-        union = unions[key]
-        if not union:
+        if person.spread:
+            cells = _marked(unions[key], person.identity)
+        elif person.by_lookup:
+            cells = dict(unions[key])
+        else:
+            cells = dict(changed.get(key, {}))
+        if not cells:
             continue
-        encoded = {lineage: encode_cell(cell) for lineage, cell in union.items()}
         for member in person.members:
             row = rows.get(member)
-            as_of = row.as_of_ms if row is not None and row.exists else person.inherited_as_of
-            held = row.cells if row is not None else {}
-            for lineage, cell in union.items():
-                if superseded(lineage.day, as_of):
+            as_of = row.as_of_ms if row is not None and row.exists else person.as_of_ms
+            held = row.raw if row is not None else {}
+            for lineage, (cell, value) in cells.items():
+                if superseded(lineage.day, as_of) or held.get(lineage) == value:
                     continue
-                have = held.get(lineage)
-                if have is not None and have.version >= cell.version:
+                have = row.cells.get(lineage) if row is not None else None
+                if have is not None and have.version > cell.version:
                     continue
-                puts[cell.version][member][lineage.column] = encoded[lineage]
+                puts[cell.version][member][lineage.column] = value
     return puts
+
+
+def _marked(
+    union: Mapping[Lineage, tuple[LiveCell, bytes]], identity: str
+) -> dict[Lineage, tuple[LiveCell, bytes]]:
+    """The person's cells, each marked as spread over ``identity`` (re-encoded if not)."""
+    marked = {}
+    for lineage, (cell, value) in union.items():
+        if cell.spread_over != identity:
+            cell = replace(cell, spread_over=identity)
+            value = encode_cell(cell)
+        marked[lineage] = (cell, value)
+    return marked

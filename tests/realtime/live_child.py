@@ -4,9 +4,9 @@ kill -9 there.
     python live_child.py --bootstrap B --topic T --group G --hbase-port P --table NAME \
         --flag FILE
 
-Puts go out two rows per call; after the first call of the first batch is acknowledged the
-child writes the flag file and stalls: some rows of the batch hold its cells, the others do not,
-and its offsets are not committed.
+Puts go out two rows per call; once the first call of the first batch is acknowledged the child
+writes the flag file and stalls: some rows of the batch hold its cells, the others do not, and
+its offsets are not committed.
 """
 
 from __future__ import annotations
@@ -28,43 +28,17 @@ from profile_store.profiles.segment_rules import parse_rules  # noqa: E402
 from profile_store.realtime.live_profiles import LiveProfiles, LiveProfilesConfig  # noqa: E402
 
 
-class StallingBatch:
-    """happybase's batch, stalling for good once its first call went out."""
+def stall_after_first_call(client, flag: Path) -> None:
+    """The Thrift client's puts: the first goes through, then the process stalls for good."""
+    put = client.mutateRowsTs
 
-    def __init__(self, batch, flag: Path) -> None:
-        self._batch = batch
-        self._flag = flag
-        original = batch.send
+    def first_then_stall(*args):
+        put(*args)
+        flag.write_text("stalled")
+        while True:
+            time.sleep(60)
 
-        def send() -> None:
-            original()
-            flag.write_text("stalled")
-            while True:
-                time.sleep(60)
-
-        batch.send = send
-
-    def __getattr__(self, name):
-        return getattr(self._batch, name)
-
-    def __enter__(self):
-        self._batch.__enter__()
-        return self
-
-    def __exit__(self, *exc):
-        return self._batch.__exit__(*exc)
-
-
-class StallingTable:
-    def __init__(self, table, flag: Path) -> None:
-        self._table = table
-        self._flag = flag
-
-    def __getattr__(self, name):
-        return getattr(self._table, name)
-
-    def batch(self, **kwargs):
-        return StallingBatch(self._table.batch(**kwargs), self._flag)
+    client.mutateRowsTs = first_then_stall
 
 
 def main() -> int:
@@ -73,11 +47,11 @@ def main() -> int:
         parser.add_argument(name, required=True)
     args = parser.parse_args()
     connection = happybase.Connection("127.0.0.1", int(args.hbase_port))
-    table = StallingTable(connection.table(args.table), Path(args.flag))
+    stall_after_first_call(connection.client, Path(args.flag))
 
     @contextlib.contextmanager
     def open_table():
-        yield table
+        yield connection.table(args.table)
 
     job = LiveProfiles(
         EventBusSettings(bootstrap_servers=args.bootstrap, topic=args.topic),

@@ -536,3 +536,35 @@ def test_profiles_stream_live_profiles_refuses_a_bad_rule_naming_it(tmp_path):
     assert "segment_rules[0]: segment 'x': ttl_days must be in (0, 3650], got -1.0" in (
         completed.stderr
     )
+
+
+def test_a_person_already_spread_over_its_rows_costs_one_read_of_its_origins_rows(
+    bus, connection, gateway, table_name, reader, job_for
+):
+    table = connection.table(table_name)
+    ids = ["s1", "s2", "s3", "s4"]
+    write_person(table, ids)
+    first = [message("e1", "s1", recent_ms(60))]
+    send(bus, first)
+    job = job_for(bus)
+    run_until(job, 1)  # the person's first live cell: its rows are read and spread over
+    requested: list[int] = []
+    client = job.open_table().__enter__().connection.client
+    rows_with_columns = client.getRowsWithColumns
+
+    def counting(table_name, keys, columns, attributes):
+        requested.append(len(keys))
+        return rows_with_columns(table_name, keys, columns, attributes)
+
+    client.getRowsWithColumns = counting
+    second = [message("e2", "s2", recent_ms(30)), message("e3", "s3", recent_ms(20))]
+    send(bus, second)
+    run_until(job, 3)
+
+    assert job.progress.spreads == 1
+    assert sum(requested) == 2  # s2 and s3, the events' own rows
+    now = recent_ms(0)
+    for profile in ids:
+        assert counter(reader, profile, "click", now) == pytest.approx(
+            expected_counter(first + second, "click", now), rel=1e-9
+        )
