@@ -111,7 +111,7 @@ def encode_cell(cell: LiveCell) -> bytes:
 
 def decode_cell(value: bytes) -> LiveCell:
     try:
-        body = json.loads(value)
+        body = json.loads(value.decode())
         half_life = int(body["h"])
         if half_life <= 0:
             raise ValueError(f"half-life {half_life}")
@@ -123,7 +123,7 @@ def decode_cell(value: bytes) -> LiveCell:
             counters={str(k): (float(v), int(t)) for k, (v, t) in body["f"].items()},
             spread_over=str(body.get("p", "")),
         )
-    except (ValueError, KeyError, TypeError, AttributeError) as error:
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
         raise LiveCellError(f"live cell value {value[:80]!r}: {error!r}") from None
 
 

@@ -28,6 +28,7 @@ land: a member that lost its partitions and writes late cannot take a cell back.
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import threading
@@ -167,8 +168,7 @@ class _Row:
     devices: int = 1
     master: str | None = None
     others: tuple[str, ...] = ()
-    cells: dict[Lineage, LiveCell] = field(default_factory=dict)
-    raw: dict[Lineage, bytes] = field(default_factory=dict)  # the cells as stored
+    raw: dict[Lineage, bytes] = field(default_factory=dict)  # its live cells, as stored
 
 
 @dataclass
@@ -263,9 +263,19 @@ class LiveProfiles:
         if not len(events):
             return
         versions = _partition_versions(batch)
+        lineages, _group = event_lineages(events)
+        touched = set(lineages)
         with self.open_table() as table:
-            rows, persons, person_of = self._resolve(table, events)
-            unions = {key: _union(person, rows) for key, person in persons.items()}
+            rows, persons, person_of, decoded = self._resolve(table, events)
+            unions = {
+                key: _union(
+                    person,
+                    rows,
+                    decoded,
+                    None if person.spread or person.by_lookup else touched,
+                )
+                for key, person in persons.items()
+            }
             bases = {
                 lineage: cell
                 for key, union in unions.items()
@@ -279,12 +289,12 @@ class LiveProfiles:
                 key = person_of[lineage.origin]
                 spread = replace(cell, spread_over=persons[key].identity)
                 changed[key][lineage] = unions[key][lineage] = (spread, encode_cell(spread))
-            puts = _puts(persons, rows, unions, changed)
+            puts = _puts(persons, rows, unions, changed, decoded)
             self._write(table, puts)
 
     def _resolve(
         self, table, events: LiveEvents
-    ) -> tuple[dict[str, _Row], dict[str, _Person], dict[str, str]]:
+    ) -> tuple[dict[str, _Row], dict[str, _Person], dict[str, str], _Decoded]:
         """Each origin's person (keyed by its master) and the rows read: up to three
         multi-gets. The first reads the origins' rows. The second reads the other rows of the
         persons to spread (``_Person.spread``) and the lookup rows of the alternate ids of
@@ -351,7 +361,7 @@ class LiveProfiles:
             person.by_lookup = True
             person_of[origin] = master
             self.progress.resolved_by_lookup += 1
-        return rows, dict(persons), person_of
+        return rows, dict(persons), person_of, decoded
 
     def _profile_rows(
         self, table, ids: Sequence[str], columns: list[bytes], decoded: _Decoded
@@ -461,26 +471,36 @@ def _partition_versions(batch: MessageBatch) -> dict[int, int]:
 
 
 class _Decoded:
-    """Live cells decoded once per batch: a person's rows hold the same cells."""
+    """Live cells decoded when needed, once per batch: a person's rows hold the same cells."""
 
     def __init__(self) -> None:
         self.lineages: dict[bytes, Lineage] = {}
-        self.cells: dict[bytes, LiveCell] = {}
+        self.cells: dict[bytes, LiveCell | None] = {}
 
-    def cell(self, qualifier: bytes, value: bytes) -> tuple[Lineage, LiveCell]:
+    def lineage(self, qualifier: bytes) -> Lineage:
         lineage = self.lineages.get(qualifier)
         if lineage is None:
             lineage = self.lineages[qualifier] = parse_qualifier(qualifier)
-        cell = self.cells.get(value)
-        if cell is None:
-            cell = self.cells[value] = decode_cell(value)
-        return lineage, cell
+        return lineage
+
+    def cell(self, value: bytes) -> LiveCell | None:
+        """The cell, or None for a value the job does not write (a corrupt cell is treated
+        as absent: the lineage's next state replaces it, and the daily run recounts its day
+        from the lake)."""
+        if value in self.cells:
+            return self.cells[value]
+        try:
+            cell = decode_cell(value)
+        except LiveCellError as error:
+            logger.warning("live profiles: %s", error)
+            cell = None
+        self.cells[value] = cell
+        return cell
 
 
 def _row(cells: Mapping[bytes, bytes], decoded: _Decoded) -> _Row:
     if not cells or cells.get(TYPE, TYPE_PROFILE) != TYPE_PROFILE:
         return _Row(exists=False)
-    live: dict[Lineage, LiveCell] = {}
     raw: dict[Lineage, bytes] = {}
     others: list[str] = []
     for name, value in cells.items():
@@ -489,12 +509,9 @@ def _row(cells: Mapping[bytes, bytes], decoded: _Decoded) -> _Row:
             others.append(qualifier.decode())
         elif family == UNSYNCED and is_live_qualifier(qualifier):
             try:
-                lineage, cell = decoded.cell(qualifier, value)
+                raw[decoded.lineage(qualifier)] = value
             except LiveCellError as error:  # not the job's: never used, never overwritten
                 logger.warning("live profiles: %s", error)
-                continue
-            live[lineage] = cell
-            raw[lineage] = value
     as_of = cells.get(AS_OF)
     return _Row(
         exists=True,
@@ -502,7 +519,6 @@ def _row(cells: Mapping[bytes, bytes], decoded: _Decoded) -> _Row:
         devices=int(cells.get(DEVICES, b"1")),
         master=cells[MASTER].decode() if MASTER in cells else None,
         others=tuple(others),
-        cells=live,
         raw=raw,
     )
 
@@ -513,28 +529,38 @@ def _lookup_master(cells: Mapping[bytes, bytes] | None) -> str | None:
     return cells[LOOKUP_PROFILE].decode()
 
 
-def _union(person: _Person, rows: Mapping[str, _Row]) -> dict[Lineage, tuple[LiveCell, bytes]]:
-    """The newest version of each lineage of the person's ids found on its rows, with its
-    stored bytes (a copy to another row puts them as they are)."""
+def _union(
+    person: _Person,
+    rows: Mapping[str, _Row],
+    decoded: _Decoded,
+    only: set[Lineage] | None = None,
+) -> dict[Lineage, tuple[LiveCell, bytes]]:
+    """The newest version of each lineage of the person's ids (or of ``only`` those) found on
+    its rows read, with its stored bytes (a copy to another row puts them as they are)."""
     union: dict[Lineage, tuple[LiveCell, bytes]] = {}
     for member in person.members:
         row = rows.get(member)
         if row is None:
             continue
-        for lineage, cell in row.cells.items():
-            if lineage.origin in person.members:
-                have = union.get(lineage)
-                if have is None or cell.version > have[0].version:
-                    union[lineage] = (cell, row.raw[lineage])
+        for lineage, value in row.raw.items():
+            if lineage.origin not in person.members or (only is not None and lineage not in only):
+                continue
+            cell = decoded.cell(value)
+            if cell is None:
+                continue
+            have = union.get(lineage)
+            if have is None or cell.version > have[0].version:
+                union[lineage] = (cell, value)
     return union
 
 
 def _spread_over(row: _Row, person: _Person) -> bool:
     """Whether the person's cells are on all its rows already: the origin's row holds one of
-    them spread over the person as its rows name it now (every cell since went to every row)."""
+    them spread over the person as its rows name it now (every cell since went to every row).
+    Read from the stored JSON without decoding it (its keys are sorted, one spelling)."""
+    needle = b'"p":' + json.dumps(person.identity).encode()
     return any(
-        cell.spread_over == person.identity and lineage.origin in person.members
-        for lineage, cell in row.cells.items()
+        needle in value and lineage.origin in person.members for lineage, value in row.raw.items()
     )
 
 
@@ -543,6 +569,7 @@ def _puts(
     rows: Mapping[str, _Row],
     unions: Mapping[str, Mapping[Lineage, tuple[LiveCell, bytes]]],
     changed: Mapping[str, Mapping[Lineage, tuple[LiveCell, bytes]]],
+    decoded: _Decoded,
 ) -> dict[int, dict[str, dict[bytes, bytes]]]:
     """version -> row -> cells, never a cell of a day the row's daily state covers.
 
@@ -566,10 +593,11 @@ def _puts(
             as_of = row.as_of_ms if row is not None and row.exists else person.as_of_ms
             held = row.raw if row is not None else {}
             for lineage, (cell, value) in cells.items():
-                if superseded(lineage.day, as_of) or held.get(lineage) == value:
+                stored = held.get(lineage)
+                if superseded(lineage.day, as_of) or stored == value:
                     continue
-                have = row.cells.get(lineage) if row is not None else None
-                if have is not None and have.version > cell.version:
+                held_cell = decoded.cell(stored) if stored is not None else None
+                if held_cell is not None and held_cell.version > cell.version:
                     continue
                 puts[cell.version][member][lineage.column] = value
     return puts

@@ -101,13 +101,15 @@ def lineage_updates(
     added: dict[int, dict[str, tuple[float, int]]] = {}
     for (line, code), value, when in zip(pairs.tolist(), sums.tolist(), last.tolist(), strict=True):
         added.setdefault(line, {})[type_names[code]] = (value, when)
+    hits: dict[int, dict[str, int]] = {}
+    for line, column in zip(*(a.tolist() for a in np.nonzero(expiries >= 0)), strict=True):
+        hits.setdefault(line, {})[rules[column].segment] = int(expiries[line, column])
     updates: dict[Lineage, LiveCell] = {}
     for index in np.unique(group).tolist():
         lineage = lineages[index]
         base = bases.get(lineage)
         segments = dict(base.segments) if base else {}
-        for column in np.flatnonzero(expiries[index] >= 0).tolist():
-            segment, expiry = rules[column].segment, int(expiries[index, column])
+        for segment, expiry in hits.get(index, {}).items():
             segments[segment] = max(expiry, segments.get(segment, expiry))
         counters = dict(base.counters) if base else {}
         for event, counter in added[index].items():

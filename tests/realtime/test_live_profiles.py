@@ -5,7 +5,6 @@ out-of-order events and a member that writes after it lost its partitions."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import random
@@ -368,7 +367,7 @@ def test_a_late_event_of_a_day_the_daily_state_counts_is_not_counted_again(
 
 
 def test_a_member_that_lost_its_partitions_cannot_take_a_cell_back(
-    kafka_broker, connection, table_name, reader, job_for
+    kafka_broker, connection, gateway, table_name, reader, job_for
 ):
     bus = EventBusSettings(
         bootstrap_servers=kafka_broker.bootstrap_servers,
@@ -380,40 +379,65 @@ def test_a_member_that_lost_its_partitions_cannot_take_a_cell_back(
     write_person(table, ["z1", "z2"])
     sent = traffic(["z1", "z2"], 40)
     send(bus, sent)
-    release = threading.Event()
-
-    @contextlib.contextmanager
-    def late_writes():
-        class LateTable:
-            def __getattr__(self, name):
-                return getattr(live, name)
-
-            def batch(self, **kwargs):
-                release.wait(120)
-                return live.batch(**kwargs)
-
-        live = connection.table(table_name)
-        yield LateTable()
-
+    own = happybase.Connection(**gateway.connection_kwargs())
     stale = LiveProfiles(
         bus,
-        late_writes,
+        table_opener(own, table_name),
         LiveProfilesConfig(
             group_id="stale", rules=parse_rules(RULES), table_name=table_name, max_poll_messages=15
         ),
     ).start()
-    writer = threading.Thread(target=lambda: stale.step(5.0))
+    # The stale member stops between its reads and its puts (a long GC pause, a stopped VM)
+    # until the current member has applied every event.
+    writing, release = threading.Event(), threading.Event()
+    write = stale._write
+
+    def paused_write(*args):
+        writing.set()
+        release.wait(120)
+        return write(*args)
+
+    stale._write = paused_write
+    writer = threading.Thread(
+        target=lambda: drive(lambda: stale.step(1.0), lambda: stale.progress.messages > 0)
+    )
     writer.start()  # reads the rows, then waits to write its first 15 events
     try:
-        drive(lambda: time.sleep(0.05), lambda: stale.progress.messages > 0)
+        drive(lambda: time.sleep(0.05), lambda: writing.is_set() or not writer.is_alive())
         current = job_for(bus, group="current")
         run_until(current, len(sent))
+        before = dict(table.scan(row_prefix=PROFILE_PREFIX))
     finally:
         release.set()
         writer.join(120)
         stale.close()
+        own.close()
     assert stale.progress.rows_written > 0, "the stale member wrote its batch late"
+    assert dict(table.scan(row_prefix=PROFILE_PREFIX)) == before
     assert_counted_once(reader, ["z1", "z2"], sent, recent_ms(0))
+
+
+def test_a_corrupt_live_cell_is_replaced_by_its_lineages_next_state(
+    kafka_broker, connection, table_name, reader, job_for
+):
+    bus = EventBusSettings(
+        bootstrap_servers=kafka_broker.bootstrap_servers,
+        topic=f"corrupt-{os.getpid()}-{time.monotonic_ns()}",
+        partitions=1,
+    )
+    ensure_topic(bus)
+    table = connection.table(table_name)
+    write_person(table, ["r1", "r2"])
+    lineage = Lineage(today(), 0, "r1")
+    table.put(profile_key("r1"), {lineage.column: b"{not json"}, timestamp=1)
+    at = recent_ms(30)
+    send(bus, [message("e1", "r1", at)])
+    job = job_for(bus)
+    run_until(job, 1)
+
+    assert job.progress.events_applied == 1
+    for profile in ("r1", "r2"):
+        assert counter(reader, profile, "click", at) == pytest.approx(1.0)
 
 
 def test_a_person_merged_between_batches_gets_both_ids_events_on_every_row(
