@@ -196,7 +196,7 @@ class Prober:
     def __init__(self, address: tuple[str, int], poll_ms: float) -> None:
         import happybase
 
-        from profile_store.profiles.reads import ProfileReader
+        from profile_store.profiles.reads import MAX_IDS, ProfileReader
         from profile_store.profiles.table import PROFILE_TABLE
 
         self._connection = happybase.Connection(*address)
@@ -210,6 +210,7 @@ class Prober:
                 return False
 
         self.reader = ProfileReader(lambda: _Open())
+        self.max_ids = MAX_IDS  # ids per segments_many
         self.poll_s = poll_ms / 1000
         self.pending: dict[int, Probe] = {}
         self.lock = threading.Lock()
@@ -230,7 +231,10 @@ class Prober:
             with self.lock:
                 waiting = [p for p in self.pending.values() if p.acked is not None]
             if waiting:
-                answers = self.reader.segments_many([p.read_id for p in waiting])
+                answers: dict = {}
+                for start in range(0, len(waiting), self.max_ids):  # a backlog: several reads
+                    chunk = waiting[start : start + self.max_ids]
+                    answers.update(self.reader.segments_many([p.read_id for p in chunk]))
                 now = time.time()
                 with self.lock:
                     for probe in waiting:
