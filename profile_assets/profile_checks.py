@@ -21,7 +21,7 @@ from profile_assets.partitions import daily_partitions
 from profile_assets.profile_assets import compacted_profiles
 from profile_store.identity.pipeline import KEYS_SCHEMA, PROFILES_SCHEMA, read_history
 from profile_store.identity.quality import identity_quality
-from profile_store.lake_layout import (
+from profile_store.lake.layout import (
     GROUND_TRUTH,
     IDENTITY_COMPONENTS,
     IDENTITY_KEYS,

@@ -25,7 +25,7 @@ from profile_assets.partitions import daily_partitions
 from profile_assets.raw_events import raw_events
 from profile_store.events import expectations
 from profile_store.events.ingest import landing_files
-from profile_store.lake_layout import events_day, quarantine_day
+from profile_store.lake.layout import events_day, quarantine_day
 from resources.lake import LakeResource
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from thriftpy2.thrift import TException
 
-from profile_store.hbase_client import PROTOCOLS, TRANSPORTS, HBaseSettings
+from profile_store.hbase.settings import PROTOCOLS, TRANSPORTS, HBaseSettings
 from profile_store.hbase_gateway.process import GatewayStartError
 from profile_store.hbase_gateway.store import DB_FILE
 

@@ -29,6 +29,7 @@ from pathlib import Path
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
+from profile_store.audiences.sketch_table import sketch_table_opener
 from profile_store.audiences.tenants import TenantConfigError, Tenants
 from profile_store.cli_conventions import (
     EXIT_FAILURE,
@@ -43,10 +44,11 @@ from profile_store.cli_conventions import (
 )
 from profile_store.erasure.http_api import ErasureDesk
 from profile_store.erasure.requests import max_profiles_from_env
-from profile_store.hbase_client import hbase_pool, sketch_table_opener, table_opener
+from profile_store.hbase.pool import hbase_pool, table_opener
 from profile_store.http_conventions import body_timeout_s
 from profile_store.http_metrics import serve_metrics
 from profile_store.http_server import deadline_protocol, header_timeout_s
+from profile_store.lake.settings import LakeSettings
 from profile_store.profiles.reads import ProfileReader, key_types_from_env
 from profile_store.profiles.table import PROFILE_TABLE
 
@@ -108,12 +110,11 @@ def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from profile_store.audiences.http_api import create_app
-    from resources.lake import LakeResource
 
     try:
         tenants = Tenants.from_file(args.tenants)
         settings = settings_from_args(args)
-        lake = LakeResource.from_env(root=args.lake)
+        lake = LakeSettings.from_env(root=args.lake)
         key_types = key_types_from_env()
         erasure_bound = max_profiles_from_env()  # a bad PROFILES_ERASURE_MAX_PROFILES: exit 2
         body_timeout_s()  # a bad PROFILES_HTTP_BODY_TIMEOUT_SECONDS stops the start, not a request

@@ -4,7 +4,7 @@ With no ``host`` configured the resource starts the embedded gateway
 (``profile_store.hbase_gateway``) as a child process on a free port over ``data_dir``, the first
 time a connection is needed, and stops it when the step ends. With a host (``HBASE_THRIFT_HOST``
 in production) it talks to that server; asset code is the same either way. Settings, their
-environment variables and the pool itself come from ``profile_store.hbase_client``, which the
+environment variables and the pool itself come from ``profile_store.hbase``, which the
 command line and the HTTP services share.
 """
 
@@ -19,7 +19,8 @@ import happybase
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from profile_store.hbase_client import DEFAULT_DATA_DIR, HBaseSettings, ThriftAddress, hbase_pool
+from profile_store.hbase.pool import hbase_pool
+from profile_store.hbase.settings import DEFAULT_DATA_DIR, HBaseSettings, ThriftAddress
 
 
 class HBaseResource(ConfigurableResource):

@@ -62,7 +62,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def spark():
     from pyspark.sql import SparkSession
 
-    from resources.spark import local_spark_config
+    from profile_store.spark.session import local_spark_config
 
     builder = SparkSession.builder.appName("profiles-tests")
     for key, value in local_spark_config(shuffle_partitions=2).items():

@@ -11,7 +11,7 @@ from profile_assets.check_results import NOTHING_TO_JUDGE
 from profile_assets.definitions import defs
 from profile_assets.raw_events import raw_events
 from profile_assets.raw_events_checks import raw_events_checks, rows_judged_from
-from profile_store.lake_layout import SUCCESS_MARKER, landing_day
+from profile_store.lake.layout import SUCCESS_MARKER, landing_day
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 

@@ -33,9 +33,9 @@ from profile_store.audiences.saved import AUDIENCE_TABLE, Activation, SavedAudie
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
 from profile_store.audiences.sketch_table import SKETCH_TABLE
 from profile_store.generator.lake import generate_lake
-from profile_store.hbase_client import table_opener
+from profile_store.hbase.pool import table_opener
 from profile_store.hbase_gateway.process import EmbeddedGateway
-from profile_store.lake_layout import IDENTITY_PROFILES, SUCCESS_MARKER, landing_day
+from profile_store.lake.layout import IDENTITY_PROFILES, SUCCESS_MARKER, landing_day
 from profile_store.profiles.table import PROFILE_TABLE, profile_key
 from resources import resources_from_env
 

@@ -24,12 +24,13 @@ import pytest
 
 from profile_store.events.ingest import ingest_day
 from profile_store.generator.lake import generate_lake
-from profile_store.hbase_client import HBaseSettings, ThriftAddress, hbase_pool, table_opener
+from profile_store.hbase.pool import hbase_pool, table_opener
+from profile_store.hbase.settings import HBaseSettings, ThriftAddress
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.identity.pipeline import build_day_edges, update_components
 from profile_store.identity.rules import BridgingRules
-from profile_store.lake_layout import events_day
-from profile_store.lake_storage import LakeFile, LocalLakeStorage, S3LakeStorage
+from profile_store.lake.layout import events_day
+from profile_store.lake.storage import LakeFile, LocalLakeStorage, S3LakeStorage
 from profile_store.profiles.pipeline import CompactionSettings, compact_day
 from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table

@@ -17,9 +17,9 @@ from dagster import (
 from profile_assets.automation import WHOLE_DAY_RUN_TAGS
 from profile_assets.partitions import daily_partitions
 from profile_store.erasure.lake_rewrite import LANDING_REWRITES
-from profile_store.lake_layout import day_dir
-from profile_store.lake_storage import LocalLakeStorage
-from profile_store.landing_watch import complete_days
+from profile_store.lake.landing_watch import complete_days
+from profile_store.lake.layout import day_dir
+from profile_store.lake.storage import LocalLakeStorage
 from resources.lake import LakeResource
 from sensors.landing import landing_sensor
 

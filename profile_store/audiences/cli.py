@@ -22,7 +22,7 @@ from typing import Any
 from profile_store import service
 from profile_store.audiences.engine import AudienceEngine, AudienceEstimate
 from profile_store.audiences.query import QueryError
-from profile_store.audiences.sketch_table import SKETCH_TABLE
+from profile_store.audiences.sketch_table import SKETCH_TABLE, sketch_table_opener
 from profile_store.audiences.tenants import admissible_query
 from profile_store.cli_conventions import (
     EXIT_FAILURE,
@@ -40,7 +40,7 @@ from profile_store.cli_conventions import (
     settings_from_args,
     shorten_usage,
 )
-from profile_store.hbase_client import hbase_pool, sketch_table_opener
+from profile_store.hbase.pool import hbase_pool
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:

@@ -42,7 +42,8 @@ from profile_store.erasure.requests import (
     given_ids,
     max_profiles_from_env,
 )
-from profile_store.hbase_client import hbase_pool, table_opener
+from profile_store.hbase.pool import hbase_pool, table_opener
+from profile_store.lake.settings import LakeSettings
 from profile_store.profiles.reads import key_types_from_env
 from profile_store.profiles.table import PROFILE_TABLE
 
@@ -92,7 +93,6 @@ def format_result(result: ForgetResult) -> str:
 
 
 def run_forget(args: argparse.Namespace) -> int:
-    from resources.lake import LakeResource
 
     settings = None
     try:
@@ -103,7 +103,7 @@ def run_forget(args: argparse.Namespace) -> int:
             bound = checked_max_profiles(args.max_profiles, "--max-profiles")
         settings = settings_from_args(args)
         require_table_store(settings, PROFILE_TABLE)
-        lake = LakeResource.from_env(root=args.lake)
+        lake = LakeSettings.from_env(root=args.lake)
         with hbase_pool(settings) as pool:
             result = forget(lake.storage(), table_opener(pool, PROFILE_TABLE), given, None, bound)
     except ErasureRefused as exc:

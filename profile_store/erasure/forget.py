@@ -27,7 +27,7 @@ from profile_store.erasure.requests import (
 )
 from profile_store.erasure.resolution import DEFAULT_WEIGHT_THRESHOLD, Person, resolve
 from profile_store.erasure.suppression import add_to_list, remove_from_list
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
 
 
 @dataclass(frozen=True)

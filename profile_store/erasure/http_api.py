@@ -43,7 +43,7 @@ from profile_store.http_conventions import (
     json_body,
     json_object,
 )
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
 
 ERASURE_PATH = "/v1/admin/erasure-requests"
 MAX_IDS = 1000

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
 
 SALT_ENV = "PROFILES_SUPPRESSION_SALT"
 SALT_FILE = "erasure/salt"

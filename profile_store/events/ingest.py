@@ -24,9 +24,9 @@ from profile_store.events.validation import (
     repeated_event_ids,
     resolve_duplicates,
 )
-from profile_store.lake_layout import SUCCESS_MARKER, events_day, landing_day, quarantine_day
-from profile_store.lake_storage import LakeFile, LakeStorage
-from profile_store.landing_watch import is_landing_data, landing_digest
+from profile_store.lake.landing_watch import is_landing_data, landing_digest
+from profile_store.lake.layout import SUCCESS_MARKER, events_day, landing_day, quarantine_day
+from profile_store.lake.storage import LakeFile, LakeStorage
 
 SUPPRESSED = "suppressed"
 

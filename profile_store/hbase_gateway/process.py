@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import IO
 
 import profile_store
-from profile_store.child_processes import stop_process
+from profile_store.launchers.child_processes import stop_process
 
 from .workers import default_workers
 

@@ -33,8 +33,10 @@ from profile_store.imports.landing_import import (
 )
 from profile_store.imports.landing_lines import check_time_format, read_source
 from profile_store.imports.mapping import ImportMapping, MappingError, load_mapping
-from profile_store.lake_storage import LakeStorage
-from profile_store.spark_progress import spark_progress
+from profile_store.lake.settings import LakeSettings, start_date_from_env
+from profile_store.lake.storage import LakeStorage
+from profile_store.spark.progress import spark_progress
+from profile_store.spark.session import spark_session_from_env
 
 Emit = Callable[[str], None]
 
@@ -151,18 +153,15 @@ def next_steps(days: list[date], first_partition: date, today: date) -> list[str
 
 
 def _import_command(args: argparse.Namespace) -> int:
-    from profile_assets.partitions import daily_partitions
-    from resources.lake import LakeResource
-    from resources.spark import spark_resource_from_env
-
     env = dict(os.environ)
     if args.lake:
         env["PROFILES_LAKE_ROOT"] = args.lake
     try:
         mapping = load_mapping(args.mapping)
-        lake = LakeResource.from_env(env)
+        start = start_date_from_env(env)
+        lake = LakeSettings.from_env(env)
         print(f"lake: {lake.root}", flush=True)
-        spark = spark_resource_from_env(env, also_reads=[args.source]).spark_session
+        spark = spark_session_from_env(env, also_reads=[args.source])
         result = import_source(spark, lake.storage(), args.source, mapping, dry_run=args.dry_run)
         if not result.check.days and result.check.unplaced:
             raise MappingError(
@@ -178,7 +177,6 @@ def _import_command(args: argparse.Namespace) -> int:
             return EXIT_INPUT
         raise
     days = [d.day for d in result.published]
-    start = daily_partitions.start.date()
     for line in next_steps(days, start, datetime.now(UTC).date()):
         print(line)
     return 0

@@ -44,7 +44,7 @@ from profile_store.cli_conventions import (
     settings_from_args,
     shorten_usage,
 )
-from profile_store.hbase_client import hbase_pool, table_opener
+from profile_store.hbase.pool import hbase_pool, table_opener
 from profile_store.profiles.bodies import batch_body, profile_body, segments_body
 from profile_store.profiles.reads import (
     DEFAULT_PURGE_RATE,

@@ -29,7 +29,7 @@ from pyspark.sql.types import (
 
 from profile_store.erasure.suppression import Suppression, digest_column
 from profile_store.events.schema import EVENTS_SCHEMA
-from profile_store.hbase_client import ThriftAddress
+from profile_store.hbase.settings import ThriftAddress
 from profile_store.identity.pipeline import (
     ASSIGNMENT_SCHEMA,
     EDGES_SCHEMA,
@@ -40,7 +40,7 @@ from profile_store.identity.pipeline import (
     surviving_edges,
 )
 from profile_store.identity.rules import FUZZY_IP_UA
-from profile_store.lake_layout import (
+from profile_store.lake.layout import (
     AUDIENCE_ACTIVATIONS,
     COMPACTED_PROFILES,
     EVENTS,
@@ -56,7 +56,7 @@ from profile_store.lake_layout import (
     day_dir,
     events_day,
 )
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
 from profile_store.profiles.compaction import (
     changed_profiles,
     compacted_rows,

@@ -40,10 +40,17 @@ from profile_store.audiences.rowkey import (
 )
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
-from profile_store.audiences.sketch_table import SKETCH_TABLE, delete_rows, ensure_table, write_rows
+from profile_store.audiences.sketch_table import (
+    SKETCH_TABLE,
+    delete_rows,
+    ensure_table,
+    sketch_table_opener,
+    write_rows,
+)
 from profile_store.audiences.tenants import Tenants
 from profile_store.audiences.tuple_serde import SERDE
-from profile_store.hbase_client import HBaseSettings, hbase_pool, sketch_table_opener, table_opener
+from profile_store.hbase.pool import hbase_pool, table_opener
+from profile_store.hbase.settings import HBaseSettings
 from profile_store.hbase_gateway.process import EmbeddedGateway
 
 DAY_1, DAY_2 = date(2026, 11, 1), date(2026, 11, 2)

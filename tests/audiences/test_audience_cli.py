@@ -17,7 +17,8 @@ import pytest
 
 from profile_store.audiences import cli
 from profile_store.audiences.tenants import admissible_query
-from profile_store.hbase_client import HBaseSettings, hbase_pool
+from profile_store.hbase.pool import hbase_pool
+from profile_store.hbase.settings import HBaseSettings
 
 REPO = Path(__file__).resolve().parents[2]
 SHOP_KEY = "shop-key-0123456789abcdef"

@@ -18,7 +18,7 @@ from profile_store.audiences.exact import exact_leaf_users, exact_users
 from profile_store.audiences.query import QueryError, leaves, parse_query
 from profile_store.audiences.rowkey import day_prefix
 from profile_store.audiences.sketch_table import SKETCH_TABLE
-from profile_store.lake_layout import landing_day
+from profile_store.lake.layout import landing_day
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env

@@ -21,12 +21,13 @@ from fastapi.testclient import TestClient
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.http_api import create_app
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
+from profile_store.audiences.sketch_table import sketch_table_opener
 from profile_store.audiences.tenants import Tenants
 from profile_store.erasure.http_api import ERASURE_PATH, ErasureDesk
-from profile_store.hbase_client import sketch_table_opener, table_opener
+from profile_store.hbase.pool import table_opener
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.http_edge import route_rule
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.table import PROFILE_TABLE
 

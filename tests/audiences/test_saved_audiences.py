@@ -6,7 +6,7 @@ import pytest
 from conftest import RIVAL_KEY, SHOP_KEY
 
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
-from profile_store.hbase_client import table_opener
+from profile_store.hbase.pool import table_opener
 
 SAVED = "/v1/audiences/saved"
 SHOP = {"X-API-Key": SHOP_KEY}

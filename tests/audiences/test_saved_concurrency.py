@@ -37,7 +37,7 @@ from profile_store.audiences.saved import (
     ensure_table,
     name_claim,
 )
-from profile_store.hbase_client import table_opener
+from profile_store.hbase.pool import table_opener
 
 SAVED = "/v1/audiences/saved"
 INSTALLERS = {"app_id": "com.shop", "event_type": "install", "last_days": 2}

@@ -29,8 +29,8 @@ from profile_store.audiences.http_api import create_app
 from profile_store.audiences.sketch_table import SKETCH_TABLE
 from profile_store.audiences.tenants import Tenants
 from profile_store.generator.lake import generate_lake
-from profile_store.hbase_client import table_opener
-from profile_store.lake_layout import LANDING
+from profile_store.hbase.pool import table_opener
+from profile_store.lake.layout import LANDING
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.table import PROFILE_TABLE
 from resources import resources_from_env

@@ -31,7 +31,7 @@ from profile_store.erasure.requests import (
     save_request,
 )
 from profile_store.erasure.suppression import SUPPRESSION, Suppression
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table, profile_key
 
 GAID = "38400000-8cf0-11bd-b23e-10b96e40000d"

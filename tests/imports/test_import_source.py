@@ -13,8 +13,8 @@ import pytest
 from profile_store.events.ingest import ingest_day
 from profile_store.imports.cli import import_source, next_steps
 from profile_store.imports.mapping import parse_mapping
-from profile_store.lake_layout import landing_day
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.layout import landing_day
+from profile_store.lake.storage import LocalLakeStorage
 
 CLICKS = """ip,app,device,os,channel,click_time
 83230,3,1,13,379,2017-11-06 14:32:21

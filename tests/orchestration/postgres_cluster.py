@@ -23,7 +23,7 @@ from pathlib import Path
 
 import psycopg2
 
-from profile_store.child_processes import free_port
+from profile_store.launchers.child_processes import free_port
 
 MISSING = (
     "PostgreSQL's server binaries (initdb, pg_ctl) are not installed: "

@@ -15,7 +15,8 @@ import happybase
 import pytest
 from known_profiles import write_profiles
 
-from profile_store.hbase_client import HBaseSettings, hbase_pool, table_opener
+from profile_store.hbase.pool import hbase_pool, table_opener
+from profile_store.hbase.settings import HBaseSettings
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table

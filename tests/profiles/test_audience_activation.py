@@ -17,9 +17,9 @@ from profile_assets.definitions import DAILY_ASSETS
 from profile_store.audiences.saved import AUDIENCE_TABLE, Activation, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
 from profile_store.generator.lake import generate_lake
-from profile_store.hbase_client import table_opener
+from profile_store.hbase.pool import table_opener
 from profile_store.identity.pipeline import latest_assignment_dir
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.pipeline import end_of_day_ms
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.segment_rules import DAY_MS

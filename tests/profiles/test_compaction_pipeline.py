@@ -15,7 +15,7 @@ from profile_assets.profile_checks import profile_checks
 from profile_assets.raw_events import raw_events
 from profile_store.generator.lake import generate_lake
 from profile_store.identity.pipeline import latest_assignment_dir
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.consistency import component_agreement, master_references
 from profile_store.profiles.table import (
     PROFILE_TABLE,

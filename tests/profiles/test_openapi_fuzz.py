@@ -28,10 +28,11 @@ from profile_store.audiences.http_api import create_app
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
 from profile_store.audiences.sketch_table import ensure_table as ensure_sketch_table
+from profile_store.audiences.sketch_table import sketch_table_opener
 from profile_store.audiences.tenants import Tenants
 from profile_store.erasure.http_api import ErasureDesk
-from profile_store.hbase_client import hbase_pool, sketch_table_opener, table_opener
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.hbase.pool import hbase_pool, table_opener
+from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.table import PROFILE_TABLE
 

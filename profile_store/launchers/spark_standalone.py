@@ -11,7 +11,7 @@ worker has registered and stops both on exit. Usage::
     with SparkStandalone(work_dir) as cluster:
         env = {"SPARK_MASTER": cluster.master_url}
 
-    python -m profile_store.spark_standalone [--work-dir DIR] [--cores 2] [--memory 2g]
+    python -m profile_store.launchers.spark_standalone [--work-dir DIR] [--cores 2] [--memory 2g]
 """
 
 from __future__ import annotations
@@ -28,7 +28,12 @@ from typing import IO
 
 import pyspark
 
-from profile_store.child_processes import free_port, log_tail, stop_process, wait_for_interrupt
+from profile_store.launchers.child_processes import (
+    free_port,
+    log_tail,
+    stop_process,
+    wait_for_interrupt,
+)
 
 
 class ClusterStartError(RuntimeError):
@@ -154,7 +159,7 @@ class SparkStandalone:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m profile_store.spark_standalone",
+        prog="python -m profile_store.launchers.spark_standalone",
         description="Run a Spark standalone master and worker (pyspark's own) until interrupted.",
     )
     parser.add_argument("--work-dir", type=Path, default=Path("data/spark-standalone"))

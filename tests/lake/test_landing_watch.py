@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from profile_store.lake_storage import LocalLakeStorage
-from profile_store.landing_watch import changed_days, complete_days
+from profile_store.lake.landing_watch import changed_days, complete_days
+from profile_store.lake.storage import LocalLakeStorage
 
 
 def put(root, relative: str, data: bytes = b"x", mtime: float | None = None) -> None:

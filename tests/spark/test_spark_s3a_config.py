@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from resources.spark import spark_config_from_env
-from resources.spark_s3a import bundled_hadoop_version, s3a_config
+from profile_store.spark.s3a import bundled_hadoop_version, s3a_config
+from profile_store.spark.session import spark_config_from_env
 
 S3_LAKE = {"PROFILES_LAKE_ROOT": "s3://bucket/lake", "PROFILES_SPARK_S3A_JARS": "provided"}
 

@@ -3,12 +3,12 @@
 pyspark bundles the Hadoop client but not ``hadoop-aws``, the S3A file system. With
 ``PROFILES_SPARK_S3A_JARS=maven`` (the default) ``hadoop-aws`` of the Hadoop version pyspark
 bundles, with its AWS SDK, is resolved from Maven Central into the jar cache once
-(``profile_store.maven_jars``) and passed as ``spark.jars``, so the driver and every executor
-load it; ``provided`` leaves it to the cluster (an image or ``spark.jars.packages`` of your own).
-The endpoint, path-style addressing and region follow the lake's own settings, so the Spark side
-and the boto3 side of the lake (listings, markers) talk to the same server. Credentials come from
-the AWS SDK's default chain (environment, profile, instance role) on each JVM: nothing secret is
-written into Spark's configuration.
+(``profile_store.launchers.maven_jars``) and passed as ``spark.jars``, so the driver and every
+executor load it; ``provided`` leaves it to the cluster (an image or ``spark.jars.packages`` of
+your own). The endpoint, path-style addressing and region follow the lake's own settings, so the
+Spark side and the boto3 side of the lake (listings, markers) talk to the same server. Credentials
+come from the AWS SDK's default chain (environment, profile, instance role) on each JVM: nothing
+secret is written into Spark's configuration.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyspark
 
-from profile_store.maven_jars import resolve_jars
+from profile_store.launchers.maven_jars import resolve_jars
 
 JAR_SOURCES = ("maven", "provided")
 

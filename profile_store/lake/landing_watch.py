@@ -14,8 +14,8 @@ import re
 from collections import defaultdict
 from dataclasses import dataclass
 
-from profile_store.lake_layout import LANDING, SUCCESS_MARKER
-from profile_store.lake_storage import LakeFile, LakeStorage
+from profile_store.lake.layout import LANDING, SUCCESS_MARKER
+from profile_store.lake.storage import LakeFile, LakeStorage
 
 _DAY_DIR = re.compile(r"^" + LANDING + r"/date=(\d{4}-\d{2}-\d{2})/(.+)$")
 LANDING_SUFFIXES = (".jsonl.gz", ".jsonl", ".json.gz", ".json")

@@ -4,7 +4,7 @@ The embedded gateway promises to answer like Apache HBase; this module runs the 
 that the promise can be checked (the differential suite, the pipeline on both, the benchmark)
 and so that a user can try the pipeline against it. Nothing is committed or downloaded by hand:
 the jars of ``hbase-server`` and ``hbase-thrift`` are resolved from Maven Central by Maven into a
-cache outside the repository (``profile_store.maven_jars``), once.
+cache outside the repository (``profile_store.launchers.maven_jars``), once.
 
 Standalone mode is HBase's own single-JVM layout (``hbase.cluster.distributed=false``): master,
 region server and an in-process ZooKeeper in one JVM over the local filesystem. The Thrift-1
@@ -15,7 +15,7 @@ The JVM options are those HBase's ``bin/hbase`` adds on Java 17. Usage::
     with ApacheHBase(data_dir) as hbase:
         connection = happybase.Connection(**hbase.connection_kwargs())
 
-    python -m profile_store.apache_hbase [--data-dir DIR] [--port 9090]   # make hbase
+    python -m profile_store.launchers.apache_hbase [--data-dir DIR] [--port 9090]   # make hbase
 """
 
 from __future__ import annotations
@@ -35,8 +35,13 @@ from typing import IO
 
 import happybase
 
-from profile_store.child_processes import free_port, log_tail, stop_process, wait_for_interrupt
-from profile_store.maven_jars import JarResolutionError, resolve_jars
+from profile_store.launchers.child_processes import (
+    free_port,
+    log_tail,
+    stop_process,
+    wait_for_interrupt,
+)
+from profile_store.launchers.maven_jars import JarResolutionError, resolve_jars
 
 HBASE_VERSION = "2.6.1"
 ARTIFACTS = ("hbase-server", "hbase-thrift")
@@ -278,7 +283,7 @@ def temporary_hbase(**kwargs: object) -> Iterator[ApacheHBase]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m profile_store.apache_hbase",
+        prog="python -m profile_store.launchers.apache_hbase",
         description=f"Run Apache HBase {HBASE_VERSION} standalone with its Thrift-1 server "
         "until interrupted.",
     )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from profile_store.arrow_partitions import sum_over_partitions
+from profile_store.spark.arrow_partitions import sum_over_partitions
 
 
 def test_counts_of_every_partition_are_summed(spark) -> None:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import date
+
 import boto3
 import pytest
 
-from profile_store.lake_storage import LocalLakeStorage, S3LakeStorage
-from resources.lake import LakeResource
+from profile_store.lake.settings import LakeSettings, start_date_from_env
+from profile_store.lake.storage import LocalLakeStorage, S3LakeStorage
 
 
 @pytest.fixture
@@ -118,20 +120,44 @@ def test_an_s3_root_without_a_bucket_is_rejected_by_name(s3_client):
         S3LakeStorage("s3:///nobucket", s3_client)
 
 
-def test_lake_resource_reaches_s3_through_dagster_aws(s3_client, s3_endpoint):
-    lake = LakeResource(
+def test_lake_settings_reach_s3_through_their_endpoint(s3_client, s3_endpoint):
+    lake = LakeSettings(
         root="s3://lake-bucket/lake", s3_endpoint_url=s3_endpoint, s3_region="us-east-1"
     )
-    storage = lake.storage()
-    storage.write_bytes("landing/date=2026-11-01/_SUCCESS", b"")
+    lake.storage().write_bytes("landing/date=2026-11-01/_SUCCESS", b"")
     assert s3_client.list_objects_v2(Bucket="lake-bucket")["Contents"][0]["Key"] == (
         "lake/landing/date=2026-11-01/_SUCCESS"
     )
 
 
-def test_lake_resource_reads_its_settings_from_the_environment():
-    lake = LakeResource.from_env(
-        {"PROFILES_LAKE_ROOT": "s3://b/p", "PROFILES_S3_ENDPOINT_URL": "http://127.0.0.1:9000"}
+def test_lake_settings_come_from_the_environment():
+    lake = LakeSettings.from_env(
+        {
+            "PROFILES_LAKE_ROOT": "s3://b/p",
+            "PROFILES_S3_ENDPOINT_URL": "http://127.0.0.1:9000",
+            "AWS_DEFAULT_REGION": "eu-west-1",
+            "PROFILES_SPARK_S3_SCHEME": "s3",
+        }
     )
-    assert lake.is_s3 and lake.s3_endpoint_url == "http://127.0.0.1:9000"
-    assert LakeResource.from_env({}).root == "data/lake"
+    assert lake == LakeSettings("s3://b/p", "http://127.0.0.1:9000", "eu-west-1", "s3")
+    assert lake.is_s3
+
+
+def test_without_settings_the_lake_is_the_data_lake_directory():
+    assert LakeSettings.from_env({}) == LakeSettings(root="data/lake")
+    assert isinstance(LakeSettings.from_env({}).storage(), LocalLakeStorage)
+
+
+def test_a_lake_flag_wins_over_the_environment():
+    lake = LakeSettings.from_env({"PROFILES_LAKE_ROOT": "s3://b/p"}, root="elsewhere")
+    assert lake.root == "elsewhere" and not lake.is_s3
+
+
+def test_the_first_day_partition_comes_from_the_environment():
+    assert start_date_from_env({"PROFILES_START_DATE": "2017-11-06"}) == date(2017, 11, 6)
+    assert start_date_from_env({}) == date(2026, 11, 1)
+
+
+def test_a_start_date_that_is_not_a_date_names_the_variable():
+    with pytest.raises(ValueError, match=r"PROFILES_START_DATE: expected a date as YYYY-MM-DD"):
+        start_date_from_env({"PROFILES_START_DATE": "Nov 1"})
