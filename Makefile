@@ -44,10 +44,10 @@ ui: java $(BIN)/.installed $(DAGSTER_HOME)/dagster.yaml
 # pipeline at it.
 hbase: java $(BIN)/.installed
 	@command -v mvn >/dev/null 2>&1 || { echo "Apache HBase's jars are resolved by Maven: install it first (Debian: apt-get install -y maven)"; exit 1; }
-	$(BIN)/python -m profile_store.launchers.apache_hbase --data-dir data/apache-hbase --port 9090
+	$(BIN)/python -m profile_store.cli.launchers apache-hbase --data-dir data/apache-hbase --port 9090
 
 spark-cluster: java $(BIN)/.installed
-	$(BIN)/python -m profile_store.launchers.spark_standalone --work-dir data/spark-standalone
+	$(BIN)/python -m profile_store.cli.launchers spark-standalone --work-dir data/spark-standalone
 
 clean:
 	rm -rf data .dagster_home

@@ -12,7 +12,7 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
-from profile_store.cli_conventions import iso_date, positive_int, whole_number
+from profile_store.cli.argument_types import iso_date, positive_int, whole_number
 from profile_store.lake.layout import LANDING
 from resources.lake import LakeResource
 

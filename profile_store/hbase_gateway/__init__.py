@@ -2,6 +2,7 @@
 
 Modules: ``store`` (durable ordered cell storage), ``schema`` (tables, families, columns),
 ``scanner`` (server-side scans), ``handler`` (the Thrift service), ``server`` (threaded Thrift
-server), ``process`` (run it as a child process), ``cli`` (``profiles hbase-gateway``),
-``filters`` (the HBase filter language). See README.md in this directory.
+server), ``process`` (run it as a child process), ``filters`` (the HBase filter language). Its
+program, ``profiles hbase-gateway``, is ``profile_store.cli.hbase_gateway``. See README.md in this
+directory.
 """

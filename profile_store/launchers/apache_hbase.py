@@ -15,18 +15,16 @@ The JVM options are those HBase's ``bin/hbase`` adds on Java 17. Usage::
     with ApacheHBase(data_dir) as hbase:
         connection = happybase.Connection(**hbase.connection_kwargs())
 
-    python -m profile_store.launchers.apache_hbase [--data-dir DIR] [--port 9090]   # make hbase
+    python -m profile_store.cli.launchers apache-hbase [--data-dir DIR] [--port 9090]  # make hbase
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import shlex
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -39,7 +37,6 @@ from profile_store.launchers.child_processes import (
     free_port,
     log_tail,
     stop_process,
-    wait_for_interrupt,
 )
 from profile_store.launchers.maven_jars import JarResolutionError, resolve_jars
 
@@ -279,30 +276,3 @@ def temporary_hbase(**kwargs: object) -> Iterator[ApacheHBase]:
             yield hbase
         finally:
             hbase.stop(graceful=False)
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m profile_store.launchers.apache_hbase",
-        description=f"Run Apache HBase {HBASE_VERSION} standalone with its Thrift-1 server "
-        "until interrupted.",
-    )
-    parser.add_argument("--data-dir", type=Path, default=Path("data/apache-hbase"))
-    parser.add_argument("--port", type=int, default=9090, help="Thrift port (default 9090)")
-    args = parser.parse_args(argv)
-    started = time.monotonic()
-    with ApacheHBase(args.data_dir, thrift_port=args.port) as hbase:
-        print(
-            f"Apache HBase {hbase.version} up in {time.monotonic() - started:.0f} s "
-            f"(data and logs in {hbase.data_dir}); point the pipeline at it with:\n"
-            + " ".join(f"{k}={v}" for k, v in hbase.environment().items())
-            + "\nCtrl-C stops it.",
-            flush=True,
-        )
-        wait_for_interrupt()
-        print("stopping Apache HBase ...", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,16 +11,14 @@ worker has registered and stops both on exit. Usage::
     with SparkStandalone(work_dir) as cluster:
         env = {"SPARK_MASTER": cluster.master_url}
 
-    python -m profile_store.launchers.spark_standalone [--work-dir DIR] [--cores 2] [--memory 2g]
+    python -m profile_store.cli.launchers spark-standalone [--work-dir DIR] [--cores 2]
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -32,7 +30,6 @@ from profile_store.launchers.child_processes import (
     free_port,
     log_tail,
     stop_process,
-    wait_for_interrupt,
 )
 
 
@@ -155,28 +152,3 @@ class SparkStandalone:
         raise ClusterStartError(
             f"no {what} within {self.startup_timeout:.0f} s ({last_error!r}):\n{self.log_tail()}"
         )
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m profile_store.launchers.spark_standalone",
-        description="Run a Spark standalone master and worker (pyspark's own) until interrupted.",
-    )
-    parser.add_argument("--work-dir", type=Path, default=Path("data/spark-standalone"))
-    parser.add_argument("--cores", type=int, default=2, help="the worker's cores (default 2)")
-    parser.add_argument("--memory", default="2g", help="the worker's memory (default 2g)")
-    args = parser.parse_args(argv)
-    with SparkStandalone(args.work_dir, cores=args.cores, memory=args.memory) as cluster:
-        print(
-            f"Spark {pyspark.__version__} standalone: master {cluster.master_url}, status page "
-            f"http://127.0.0.1:{cluster.webui_port}/ (logs in {args.work_dir}); run the pipeline "
-            f"on it with:\nSPARK_MASTER={cluster.master_url}\nCtrl-C stops it.",
-            flush=True,
-        )
-        wait_for_interrupt()
-        print("stopping the Spark cluster ...", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -27,7 +27,6 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from profile_store.erasure.suppression import Suppression, digest_column
 from profile_store.events.schema import EVENTS_SCHEMA
 from profile_store.hbase.settings import ThriftAddress
 from profile_store.identity.pipeline import (
@@ -75,6 +74,7 @@ from profile_store.profiles.segment_feed import read_segment_feed
 from profile_store.profiles.segment_rules import DAY_MS, SegmentRule, segment_hits
 from profile_store.profiles.table import PROFILE_TABLE
 from profile_store.profiles.unsynced import UNSYNCED_COLUMNS, delete_consumed, read_unsynced
+from profile_store.suppression.salted_digests import Suppression, digest_column
 
 SEGMENTS_SCHEMA = StructType(
     [

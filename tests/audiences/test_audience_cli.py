@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from profile_store.audiences import cli
 from profile_store.audiences.tenants import admissible_query
+from profile_store.cli import audiences as cli
 from profile_store.hbase.pool import hbase_pool
 from profile_store.hbase.settings import HBaseSettings
 
@@ -226,7 +226,7 @@ def served_factory(tmp_path, hbase_flags, serve_process):
         tenants = tmp_path / "tenants.json"
         shop = {"name": "shop", "api_keys": [SHOP_KEY], "app_ids": ["com.shop"]}
         tenants.write_text(json.dumps({"tenants": [shop]}))
-        command = [sys.executable, "-m", "profile_store.audiences.cli", "serve", "--port", "0"]
+        command = [sys.executable, "-m", "profile_store.cli.audiences", "serve", "--port", "0"]
         return serve_process([*command, "--tenants", str(tenants), *hbase_flags])
 
     return start

@@ -345,7 +345,7 @@ def test_slowloris_connections_are_closed_while_a_normal_client_is_served(serve)
 
 
 def test_a_bad_header_timeout_setting_stops_serve_with_exit_2(tmp_path, monkeypatch, capsys):
-    from profile_store.cli import main
+    from profile_store.cli.main import main
 
     monkeypatch.setenv("PROFILES_HTTP_HEADER_TIMEOUT_SECONDS", "-1")
     tenants = tmp_path / "tenants.json"
@@ -357,7 +357,7 @@ def test_a_bad_header_timeout_setting_stops_serve_with_exit_2(tmp_path, monkeypa
 
 
 def test_a_metrics_port_in_use_stops_serve_with_exit_1(tmp_path, capsys):
-    from profile_store.cli import main
+    from profile_store.cli.main import main
 
     tenants = tmp_path / "tenants.json"
     tenants.write_text(json.dumps(BUILDER_TENANTS))

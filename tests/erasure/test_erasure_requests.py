@@ -16,7 +16,7 @@ from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.http_api import create_app
 from profile_store.audiences.sketch_table import sketch_table_opener
 from profile_store.audiences.tenants import Tenants
-from profile_store.cli import main
+from profile_store.cli.main import main
 from profile_store.erasure.http_api import ERASURE_PATH, ErasureDesk
 from profile_store.erasure.report import ErasureReport, save_report
 from profile_store.erasure.requests import REQUESTS

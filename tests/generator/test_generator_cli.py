@@ -1,7 +1,7 @@
 import argparse
 from pathlib import Path
 
-from profile_store.generator import cli
+from profile_store.cli import generator as cli
 
 
 def test_generate_command_writes_the_lake_and_reports_each_day(tmp_path: Path, capsys) -> None:

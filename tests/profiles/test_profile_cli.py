@@ -27,8 +27,8 @@ from known_profiles import (
     profile_with_segments,
 )
 
-from profile_store import cli as profiles_cli
-from profile_store.profiles import cli
+from profile_store.cli import main as profiles_cli
+from profile_store.cli import profiles as cli
 from profile_store.profiles.bodies import expiries
 from profile_store.profiles.table import ensure_table, profile_key
 

@@ -11,7 +11,7 @@ with its endpoints (saved audiences in the HBase table ``audiences``, created at
 (``/v1/admin/erasure-requests``, over the lake of ``--lake``). ``profiles audience serve`` is
 the same command under its older name. It runs until SIGINT/SIGTERM, then closes the pool (and
 the embedded gateway, when it started one) and exits 0. Exit codes and HBase flags are
-``cli_conventions``'. Connections get a deadline on their headers (``http_server``); with
+``conventions``'. Connections get a deadline on their headers (``http_server``); with
 ``--metrics-port``, Prometheus metrics are served on that port (``http_metrics``).
 """
 
@@ -31,14 +31,14 @@ from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
 from profile_store.audiences.sketch_table import sketch_table_opener
 from profile_store.audiences.tenants import TenantConfigError, Tenants
-from profile_store.cli_conventions import (
+from profile_store.cli.argument_types import port_number
+from profile_store.cli.conventions import (
     EXIT_FAILURE,
     EXIT_INPUT,
     EXIT_OK,
     HBASE_FAILURES,
     InputError,
     add_hbase_options,
-    port_number,
     settings_from_args,
     shorten_usage,
 )

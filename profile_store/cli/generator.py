@@ -7,15 +7,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from profile_store.cli_conventions import (
-    EXIT_FAILURE,
-    EXIT_INPUT,
-    EXIT_OK,
-    iso_date,
-    positive_int,
-    share,
-    whole_number,
-)
+from profile_store.cli.argument_types import iso_date, positive_int, share, whole_number
+from profile_store.cli.conventions import EXIT_FAILURE, EXIT_INPUT, EXIT_OK
 from profile_store.generator.ground_truth import GROUND_TRUTH_DIR
 from profile_store.generator.lake import (
     DEFAULT_START_DATE,

@@ -10,7 +10,7 @@ profiles profile purge [--max-rows-per-second 500] [--max-rows N]
 ```
 
 Readable output by default; ``--json`` prints one JSON object (the HTTP API's body for the same
-read). Exit codes (``cli_conventions``): 0 answered; 1 HBase unusable (or a row that does not
+read). Exit codes (``conventions``): 0 answered; 1 HBase unusable (or a row that does not
 decode); 2 bad input, including a single id that has no profile (``get``, ``linked``,
 ``segments`` with one id). ``segments`` with several ids is the bidder's batch read: one round
 trip, and an unknown id simply has no segments.
@@ -26,7 +26,8 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from profile_store.cli_conventions import (
+from profile_store.cli.argument_types import integer, number
+from profile_store.cli.conventions import (
     EXIT_FAILURE,
     EXIT_INPUT,
     EXIT_OK,
@@ -36,10 +37,8 @@ from profile_store.cli_conventions import (
     add_hbase_options,
     add_json_option,
     fail,
-    integer,
     is_table_not_found,
     missing_table_message,
-    number,
     require_table_store,
     settings_from_args,
     shorten_usage,

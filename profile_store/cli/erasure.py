@@ -17,7 +17,7 @@ import json
 
 import pyarrow as pa
 
-from profile_store.cli_conventions import (
+from profile_store.cli.conventions import (
     EXIT_FAILURE,
     EXIT_INPUT,
     EXIT_OK,

@@ -1,4 +1,9 @@
-"""``profiles hbase-gateway``: run the embedded HBase Thrift-1 gateway in the foreground."""
+"""``profiles hbase-gateway``: run the embedded HBase Thrift-1 gateway in the foreground.
+
+This is also the gateway process's own program (``python -m profile_store.cli.hbase_gateway``,
+what ``hbase_gateway.process.EmbeddedGateway`` starts): its options, and how one process or a
+supervisor of worker processes is put together from the gateway's parts.
+"""
 
 from __future__ import annotations
 
@@ -14,21 +19,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from profile_store.cli_conventions import (
+from profile_store.cli.argument_types import (
     port_number,
     positive_int,
     positive_number,
     whole_number,
 )
-
-from .bounds import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_STRING_BYTES, WireBounds
-from .compaction import (
+from profile_store.hbase_gateway.bounds import (
+    DEFAULT_MAX_FRAME_BYTES,
+    DEFAULT_MAX_STRING_BYTES,
+    WireBounds,
+)
+from profile_store.hbase_gateway.compaction import (
     DEFAULT_AFTER_CELLS,
     DEFAULT_INTERVAL_S,
     DEFAULT_QUIET_S,
 )
-from .metrics import GatewayCollector, GatewayMetrics, metrics_server
-from .server import (
+from profile_store.hbase_gateway.metrics import GatewayCollector, GatewayMetrics, metrics_server
+from profile_store.hbase_gateway.server import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
     PROTOCOLS,
@@ -36,8 +44,8 @@ from .server import (
     GatewayServer,
     bind_listener,
 )
-from .store import DEFERRED_BATCH_MUTATIONS, Store
-from .workers import Supervisor, default_workers, start_upkeep
+from profile_store.hbase_gateway.store import DEFERRED_BATCH_MUTATIONS, Store
+from profile_store.hbase_gateway.workers import Supervisor, default_workers, start_upkeep
 
 logger = logging.getLogger("profile_store.hbase_gateway")
 
@@ -324,6 +332,12 @@ def _write_ready_file(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = configure_parser(argparse.ArgumentParser(prog="python -m profile_store.hbase_gateway"))
+    parser = configure_parser(
+        argparse.ArgumentParser(prog="python -m profile_store.cli.hbase_gateway")
+    )
     args = parser.parse_args(argv)
     return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

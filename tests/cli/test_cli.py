@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
+import tomllib
 from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
-from profile_store import cli
+from profile_store.cli import main as cli
+from profile_store.cli.main import COMMAND_GROUP, registered_commands
 from profile_store.hbase_gateway.process import EmbeddedGateway
 
-QUERY = Path(__file__).resolve().parents[1] / "examples" / "audience_query.json"
+REPO = Path(__file__).resolve().parents[2]
+QUERY = REPO / "examples" / "audience_query.json"
 
 
 def run(*argv: str, cwd=None) -> subprocess.CompletedProcess:
@@ -135,3 +139,35 @@ def test_no_option_parses_with_a_bare_python_type():
         if action.type in (int, float)
     ]
     assert bare == []
+
+
+def test_profiles_run_comes_from_the_entry_point_group_the_dagster_layer_registers():
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
+    registered = pyproject["project"]["entry-points"][COMMAND_GROUP]
+    assert registered == {"run": "profile_assets.run_days"}
+    assert [(e.name, e.value) for e in registered_commands()] == list(registered.items())
+
+
+def test_the_help_lists_the_registered_commands_with_their_own():
+    completed = run("--help")
+    assert completed.returncode == 0
+    assert re.search(r"^\s+run\s+run daily_pipeline for a day", completed.stdout, re.M)
+    assert re.search(r"^\s+forget\s+forget a person everywhere", completed.stdout, re.M)
+
+
+def test_a_library_command_starts_without_importing_the_dagster_layer():
+    probe = (
+        "import sys; from profile_store.cli.main import build_parser; "
+        "build_parser(['profile', 'get', 'x']); "
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'dagster', 'profile_assets'}))"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120
+    )
+    assert completed.stdout.strip() == "[]", completed.stderr
+
+
+def test_a_mistyped_registered_command_is_suggested():
+    completed = run("rnu", "2026-11-01")
+    assert completed.returncode == 2
+    assert "did you mean 'run'?" in completed.stderr

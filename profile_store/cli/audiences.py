@@ -7,8 +7,8 @@ profiles audience serve --host 127.0.0.1 --port 8080 --tenants tenants.json
 ```
 
 Exit codes: 0 answered; 2 the query (or another input) is wrong, the message names the JSON
-path; 1 HBase could not be used. HBase settings and flags are ``cli_conventions``'. ``serve`` is
-``profiles serve`` (``service.py``): the one service with the audience and profile endpoints.
+path; 1 HBase could not be used. HBase settings and flags are ``conventions``'. ``serve`` is
+``profiles serve`` (``cli/serve.py``): the one service with the audience and profile endpoints.
 """
 
 from __future__ import annotations
@@ -19,12 +19,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from profile_store import service
 from profile_store.audiences.engine import AudienceEngine, AudienceEstimate
 from profile_store.audiences.query import QueryError
 from profile_store.audiences.sketch_table import SKETCH_TABLE, sketch_table_opener
 from profile_store.audiences.tenants import admissible_query
-from profile_store.cli_conventions import (
+from profile_store.cli import serve
+from profile_store.cli.conventions import (
     EXIT_FAILURE,
     EXIT_INPUT,
     EXIT_OK,
@@ -68,10 +68,10 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     shorten_usage(estimate)
     estimate.set_defaults(func=run_estimate)
 
-    service.configure_parser(
+    serve.configure_parser(
         commands.add_parser(
             "serve",
-            help=service.SERVE_HELP,
+            help=serve.SERVE_HELP,
             description="Run the HTTP service (audience and profile endpoints, the same as "
             "`profiles serve`) with uvicorn until SIGINT/SIGTERM.",
         )
