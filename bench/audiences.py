@@ -52,7 +52,6 @@ from profile_store.audiences.sketch_rows import (
 )
 from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table, sketch_table_opener
 from profile_store.audiences.sketch_writer import write_sketch_rows
-from profile_store.audiences.tenants import Tenants
 from profile_store.events.ingest import ingest_day
 from profile_store.generator import generate_lake
 from profile_store.hbase.pool import table_opener
@@ -60,6 +59,7 @@ from profile_store.hbase.settings import ThriftAddress
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.lake.layout import ATTRIBUTE_STATS, TRIMMED_ATTRIBUTES, day_dir, events_day
 from profile_store.lake.storage import LocalLakeStorage
+from profile_store.service.tenants import Tenants
 from profile_store.spark.session import local_spark_config
 
 START = date(2026, 10, 1)
@@ -181,7 +181,7 @@ def builder_latencies(pool: happybase.ConnectionPool, trees: list[dict]) -> dict
     and the live count of every sampled query, each as an HTTP request to the service."""
     from fastapi.testclient import TestClient
 
-    from profile_store.audiences.http_api import create_app
+    from profile_store.service.app import create_app
 
     with pool.connection() as connection:
         ensure_audience_table(connection)

@@ -19,10 +19,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from profile_store.audiences.admission import admissible_query
 from profile_store.audiences.engine import AudienceEngine, AudienceEstimate
 from profile_store.audiences.query import QueryError
 from profile_store.audiences.sketch_table import SKETCH_TABLE, sketch_table_opener
-from profile_store.audiences.tenants import admissible_query
 from profile_store.cli import serve
 from profile_store.cli.conventions import (
     EXIT_FAILURE,

@@ -11,8 +11,8 @@ with its endpoints (saved audiences in the HBase table ``audiences``, created at
 (``/v1/admin/erasure-requests``, over the lake of ``--lake``). ``profiles audience serve`` is
 the same command under its older name. It runs until SIGINT/SIGTERM, then closes the pool (and
 the embedded gateway, when it started one) and exits 0. Exit codes and HBase flags are
-``conventions``'. Connections get a deadline on their headers (``http_server``); with
-``--metrics-port``, Prometheus metrics are served on that port (``http_metrics``).
+``conventions``'. Connections get a deadline on their headers (``service.server``); with
+``--metrics-port``, Prometheus metrics are served on that port (``service.metrics``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
 from profile_store.audiences.sketch_table import sketch_table_opener
-from profile_store.audiences.tenants import TenantConfigError, Tenants
 from profile_store.cli.argument_types import port_number
 from profile_store.cli.conventions import (
     EXIT_FAILURE,
@@ -42,15 +41,16 @@ from profile_store.cli.conventions import (
     settings_from_args,
     shorten_usage,
 )
-from profile_store.erasure.http_api import ErasureDesk
 from profile_store.erasure.requests import max_profiles_from_env
 from profile_store.hbase.pool import hbase_pool, table_opener
-from profile_store.http_conventions import body_timeout_s
-from profile_store.http_metrics import serve_metrics
-from profile_store.http_server import deadline_protocol, header_timeout_s
 from profile_store.lake.settings import LakeSettings
 from profile_store.profiles.reads import ProfileReader, key_types_from_env
 from profile_store.profiles.table import PROFILE_TABLE
+from profile_store.service.conventions import body_timeout_s
+from profile_store.service.metrics import serve_metrics
+from profile_store.service.routes.erasure import ErasureDesk
+from profile_store.service.server import deadline_protocol, header_timeout_s
+from profile_store.service.tenants import TenantConfigError, Tenants
 
 logger = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
 def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from profile_store.audiences.http_api import create_app
+    from profile_store.service.app import create_app
 
     try:
         tenants = Tenants.from_file(args.tenants)

@@ -31,7 +31,6 @@ from fastapi.testclient import TestClient
 
 from profile_store.audiences.built_days import built_day_cells
 from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.http_api import create_app
 from profile_store.audiences.rowkey import (
     AGGREGATE_HASH,
     kept_marker_rowkey,
@@ -47,11 +46,12 @@ from profile_store.audiences.sketch_table import (
     sketch_table_opener,
     write_rows,
 )
-from profile_store.audiences.tenants import Tenants
 from profile_store.audiences.tuple_serde import SERDE
 from profile_store.hbase.pool import hbase_pool, table_opener
 from profile_store.hbase.settings import HBaseSettings
 from profile_store.hbase_gateway.process import EmbeddedGateway
+from profile_store.service.app import create_app
+from profile_store.service.tenants import Tenants
 
 DAY_1, DAY_2 = date(2026, 11, 1), date(2026, 11, 2)
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from profile_store.audiences.tenants import admissible_query
+from profile_store.audiences.admission import admissible_query
 from profile_store.cli import audiences as cli
 from profile_store.hbase.pool import hbase_pool
 from profile_store.hbase.settings import HBaseSettings

@@ -9,19 +9,16 @@ import happybase
 import pytest
 from fastapi.testclient import TestClient
 
+from profile_store.audiences.admission import admissible_query
 from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.http_api import MAX_BODY_BYTES, create_app
 from profile_store.audiences.query import LEAF_FIELDS, parse_query
 from profile_store.audiences.sketch_table import sketch_table_opener
-from profile_store.audiences.tenants import (
-    ForbiddenApp,
-    TenantConfigError,
-    Tenants,
-    admissible_query,
-)
 from profile_store.hbase.pool import hbase_pool
 from profile_store.hbase.settings import HBaseSettings
 from profile_store.hbase_gateway.process import EmbeddedGateway
+from profile_store.service.app import create_app
+from profile_store.service.routes.audiences import MAX_BODY_BYTES
+from profile_store.service.tenants import ForbiddenApp, TenantConfigError, Tenants
 
 SHOP_KEY = "shop-key-0123456789abcdef"
 RIVAL_KEY = "rival-key-0123456789abcdef"

@@ -19,17 +19,17 @@ from conftest import BUILDER_TENANTS, SHOP_KEY
 from fastapi.testclient import TestClient
 
 from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.http_api import create_app
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.sketch_table import sketch_table_opener
-from profile_store.audiences.tenants import Tenants
-from profile_store.erasure.http_api import ERASURE_PATH, ErasureDesk
 from profile_store.hbase.pool import table_opener
 from profile_store.hbase_gateway.process import EmbeddedGateway
-from profile_store.http_edge import route_rule
 from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.table import PROFILE_TABLE
+from profile_store.service.app import create_app
+from profile_store.service.edge import route_rule
+from profile_store.service.routes.erasure import ERASURE_PATH, ErasureDesk
+from profile_store.service.tenants import Tenants
 
 ADMIN_KEY = "admin-key-0123456789abcdef"
 TENANTS_WITH_ADMIN = {**BUILDER_TENANTS, "admin_api_keys": [ADMIN_KEY]}

@@ -24,17 +24,17 @@ from schemathesis.specs.openapi.checks import (
 from test_profile_http import SHOP_KEY
 
 from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.http_api import create_app
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
 from profile_store.audiences.sketch_table import ensure_table as ensure_sketch_table
 from profile_store.audiences.sketch_table import sketch_table_opener
-from profile_store.audiences.tenants import Tenants
-from profile_store.erasure.http_api import ErasureDesk
 from profile_store.hbase.pool import hbase_pool, table_opener
 from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.table import PROFILE_TABLE
+from profile_store.service.app import create_app
+from profile_store.service.routes.erasure import ErasureDesk
+from profile_store.service.tenants import Tenants
 
 EXAMPLES_PER_OPERATION = 100
 ADMIN_KEY = "admin-key-0123456789abcdef"

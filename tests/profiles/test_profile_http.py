@@ -24,16 +24,16 @@ from known_profiles import (
 )
 
 from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.http_api import create_app
 from profile_store.audiences.sketch_table import sketch_table_opener
-from profile_store.audiences.tenants import Tenants
 from profile_store.hbase.pool import hbase_pool, table_opener
 from profile_store.hbase.settings import HBaseSettings
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.profiles.bodies import expiries, iso_utc
-from profile_store.profiles.http_api import MAX_BATCH_BODY_BYTES
 from profile_store.profiles.reads import MAX_IDS, ProfileReader
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table
+from profile_store.service.app import create_app
+from profile_store.service.routes.profiles import MAX_BATCH_BODY_BYTES
+from profile_store.service.tenants import Tenants
 
 SHOP_KEY = "shop-key-0123456789abcdef"
 RIVAL_KEY = "rival-key-0123456789abcdef"

@@ -15,7 +15,7 @@ what every response carries.
   docs), each kept when the response sets its own: a Content-Security-Policy that lets an API
   answer load nothing (pages set theirs), ``X-Content-Type-Options: nosniff``,
   ``Referrer-Policy: no-referrer``, ``X-Frame-Options: DENY``.
-* **Metrics** of every request (``http_metrics``), labelled by route template, never by path.
+* **Metrics** of every request (``metrics``), labelled by route template, never by path.
 
 It wraps the whole application, outside Starlette's error middleware, so that an unforeseen
 500 is also counted and carries the headers.
@@ -33,11 +33,11 @@ from fastapi.routing import RouteContext, iter_route_contexts
 from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from profile_store import http_metrics
-from profile_store.audiences.tenants import Tenants
-from profile_store.http_conventions import API_KEY_HEADER, error_response, key_refusal
+from profile_store.service import metrics
+from profile_store.service.conventions import API_KEY_HEADER, error_response, key_refusal
+from profile_store.service.tenants import Tenants
 
-UNMATCHED = http_metrics.UNMATCHED_ROUTE
+UNMATCHED = metrics.UNMATCHED_ROUTE
 API_CONTENT_SECURITY_POLICY = "default-src 'none'; frame-ancestors 'none'"
 SECURITY_HEADERS = {
     "content-security-policy": API_CONTENT_SECURITY_POLICY,
@@ -120,12 +120,10 @@ class ServiceEdge:
                 status = message["status"]
                 message["headers"] = _with_security_headers(message.get("headers", []))
             elif message["type"] == "http.response.body":
-                http_metrics.RESPONSE_BODY_BYTES.labels(rule.template).inc(
-                    len(message.get("body", b""))
-                )
+                metrics.RESPONSE_BODY_BYTES.labels(rule.template).inc(len(message.get("body", b"")))
             await send(message)
 
-        http_metrics.IN_FLIGHT.inc()
+        metrics.IN_FLIGHT.inc()
         try:
             refusal = self._refusal(scope, rule) if full and method != "OPTIONS" else None
             if refusal is not None:
@@ -133,9 +131,9 @@ class ServiceEdge:
             else:
                 await self.app(scope, counted_receive, secured_send)
         finally:
-            http_metrics.IN_FLIGHT.dec()
-            http_metrics.REQUEST_BODY_BYTES.labels(rule.template).inc(received)
-            http_metrics.record_answer(rule.template, method, status, time.perf_counter() - started)
+            metrics.IN_FLIGHT.dec()
+            metrics.REQUEST_BODY_BYTES.labels(rule.template).inc(received)
+            metrics.record_answer(rule.template, method, status, time.perf_counter() - started)
 
     def _refusal(self, scope: Scope, rule: RouteRule) -> Any:
         """The response refusing the request before its body is read, or None."""

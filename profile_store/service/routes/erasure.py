@@ -35,7 +35,8 @@ from profile_store.erasure.requests import (
     ErasureRequestError,
     given_ids,
 )
-from profile_store.http_conventions import (
+from profile_store.lake.storage import LakeStorage
+from profile_store.service.conventions import (
     NOT_BLANK,
     ApiError,
     error_doc,
@@ -43,7 +44,6 @@ from profile_store.http_conventions import (
     json_body,
     json_object,
 )
-from profile_store.lake.storage import LakeStorage
 
 ERASURE_PATH = "/v1/admin/erasure-requests"
 MAX_IDS = 1000

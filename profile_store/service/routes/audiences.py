@@ -1,8 +1,9 @@
-"""The audience HTTP service (FastAPI): ``POST /v1/audiences/estimate``, ``GET /v1/health``.
+"""The audience estimate and the health check: ``POST /v1/audiences/estimate``, ``GET /v1/health``.
 
 Every request carries an API key (``X-API-Key``) that maps to a tenant and the apps it may query
-(``tenants.py``). The body is the audience query itself, the JSON tree of ``query.py``. Every
-error has one shape, ``{"error": code, "message": text, "path": JSON path or null}``:
+(``service/tenants.py``). The body is the audience query itself, the JSON tree of
+``audiences/query.py``. Every error has one shape, ``{"error": code, "message": text, "path":
+JSON path or null}``:
 
 | status | error | when |
 | --- | --- | --- |
@@ -17,49 +18,33 @@ error has one shape, ``{"error": code, "message": text, "path": JSON path or nul
 | 503 | ``hbase_unavailable`` | HBase cannot be reached |
 
 The endpoints are plain functions, so FastAPI runs them in its thread pool; each estimate takes
-a connection from the happybase pool for the duration of its scans. Given a ``ProfileReader``,
-``create_app`` also serves the profile reads (``profiles/http_api.py``) with the same keys and
-error body; the shared plumbing is ``http_conventions.py``.
+a connection from the happybase pool for the duration of its scans. The shared plumbing is
+``service/conventions.py``; ``service/app.py`` mounts this router beside the others.
 """
 
 import logging
 import time
+from collections.abc import Callable
 from datetime import date
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI
-from fastapi.responses import JSONResponse, RedirectResponse
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
 from thriftpy2.thrift import TException
 from thriftpy2.transport import TTransportException
 from typing_extensions import TypeAliasType
 
-from profile_store.api_docs import DOCS_PATH, install_offline_docs
-from profile_store.audiences.builder_api import admit, answering, builder_router
-from profile_store.audiences.builder_page import install_builder_page
+from profile_store.audiences.admission import MAX_MIN_COUNT
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.query import MAX_TEXT_LENGTH, leaves
-from profile_store.audiences.saved import SavedAudiences
-from profile_store.audiences.tenants import MAX_MIN_COUNT, Tenant, Tenants
-from profile_store.erasure.http_api import ErasureDesk, erasure_router
-from profile_store.http_conventions import (
-    admin_dependency,
-    document_request_errors,
-    error_doc,
-    hbase_reason,
-    install_error_handlers,
-    install_options,
-    json_body,
-    tenant_dependency,
-)
-from profile_store.http_edge import install_edge
-from profile_store.http_metrics import record_hbase_error
-from profile_store.profiles.http_api import profile_router
-from profile_store.profiles.reads import ProfileReader
+from profile_store.service.conventions import error_doc, hbase_reason, json_body
+from profile_store.service.metrics import record_hbase_error
+from profile_store.service.routes.builder import admit, answering
+from profile_store.service.tenants import Tenant
 
 logger = logging.getLogger(__name__)
 
-API_VERSION = "1.0.0"
 MAX_BODY_BYTES = 64 * 1024
 query_body = json_body(MAX_BODY_BYTES, "a JSON audience query")
 ESTIMATE_PATH = "/v1/audiences/estimate"
@@ -276,76 +261,14 @@ class HealthResponse(BaseModel):
     elapsed_ms: float = Field(description="Time the HBase round trip took.")
 
 
-# --- the application ----------------------------------------------------------------------------
-
-DESCRIPTION = """\
-Unique-user audience estimates from the HBase sketch tables.
-
-Send the audience query as the JSON body: a leaf
-(`app_id`, `event_type`, `date_from`, `date_to`, optional `min_count` and `attributes`) or a
-`union` / `intersection` / `difference` of at least two sub-queries (at most 8 levels and 32
-leaves). Authenticate with the `X-API-Key` header; a key may query only its tenant's apps.
-Errors always have the shape `{"error", "message", "path"}`, where `path` is the JSON path of
-the offending value, e.g. `$.difference[0].intersection[1].min_count`.
-"""
-
-PROFILES_TAG = (
-    "Profile reads for bidders: segments by any id of a person, connections, linked ids, "
-    "masters. Any tenant's API key may read them."
-)
+# --- the endpoints ------------------------------------------------------------------------------
 
 
-def create_app(
-    engine: AudienceEngine,
-    tenants: Tenants,
-    profiles: ProfileReader | None = None,
-    saved: SavedAudiences | None = None,
-    erasure: ErasureDesk | None = None,
-) -> FastAPI:
-    """The service answering from ``engine``, with access controlled by ``tenants``.
+def audience_router(engine: AudienceEngine, current_tenant: Callable[..., Tenant]) -> APIRouter:
+    """``POST /v1/audiences/estimate`` and ``GET /v1/health`` over ``engine``."""
+    router = APIRouter()
 
-    With ``profiles``, the same app also serves the profile reads (``profiles/http_api.py``)
-    under the same API keys and error body: one service, one port, one HBase pool. With
-    ``saved``, it serves the audience builder: its page at ``/`` and its endpoints
-    (``builder_api.py``: discovery, daily charts, saved audiences, overlaps). With
-    ``erasure``, the admin endpoints of erasure requests (``erasure/http_api.py``).
-    """
-    tags = [{"name": "audiences", "description": "Audience size estimates"}]
-    if saved is not None:
-        tags += [
-            {"name": "discovery", "description": "What audiences can be built from"},
-            {"name": "saved audiences", "description": "Named audiences per tenant"},
-        ]
-    if profiles is not None:
-        tags.append({"name": "profiles", "description": PROFILES_TAG})
-    if erasure is not None:
-        tags.append({"name": "erasure", "description": "Forget a person (admin keys only)"})
-    app = FastAPI(
-        title="Audience estimates" if profiles is None else "Audiences and profiles",
-        version=API_VERSION,
-        description=DESCRIPTION,
-        openapi_tags=[*tags, {"name": "operations", "description": "Service health"}],
-        docs_url=None,
-        redoc_url=None,
-    )
-    install_offline_docs(app)
-    install_error_handlers(app)
-    install_options(app)
-    current_tenant = tenant_dependency(tenants)
-    if profiles is not None:
-        app.include_router(profile_router(profiles, current_tenant))
-    if erasure is not None:
-        app.include_router(erasure_router(erasure, admin_dependency(tenants)))
-    if saved is not None:
-        app.include_router(builder_router(engine, saved, current_tenant))
-        install_builder_page(app)
-    else:
-
-        @app.get("/", include_in_schema=False)
-        def root() -> RedirectResponse:
-            return RedirectResponse(DOCS_PATH)
-
-    @app.post(
+    @router.post(
         ESTIMATE_PATH,
         tags=["audiences"],
         summary="Estimate an audience's size",
@@ -390,7 +313,7 @@ def create_app(
         )
         return AudienceEstimateResponse(**answer.to_dict())
 
-    @app.get(
+    @router.get(
         HEALTH_PATH,
         tags=["operations"],
         summary="Check that HBase and the sketch table answer",
@@ -416,13 +339,4 @@ def create_app(
         body = HealthResponse(status=status, detail=detail, elapsed_ms=elapsed_ms)
         return JSONResponse(body.model_dump(), status_code=code)
 
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = FastAPI.openapi(app)
-            schema.setdefault("components", {}).setdefault("schemas", {}).update(query_schemas())
-            document_request_errors(schema)
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
-    install_edge(app, tenants)
-    return app
+    return router

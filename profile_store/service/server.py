@@ -6,7 +6,7 @@ connection, and its place in the server, for as long as it likes, and a connecti
 nothing at all after connecting is never closed. Here each request's headers must be complete
 within ``PROFILES_HTTP_HEADER_TIMEOUT_SECONDS`` (default 10) of the connection opening or of the
 request's first byte; otherwise a request that had begun gets a 408 and the connection is
-closed. The body has its own deadline (``http_conventions.body_timeout_s``).
+closed. The body has its own deadline (``conventions.body_timeout_s``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from collections.abc import Mapping
 
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
-from profile_store import http_metrics
-from profile_store.http_conventions import seconds_setting
-from profile_store.http_edge import SECURITY_HEADERS
+from profile_store.service import metrics
+from profile_store.service.conventions import seconds_setting
+from profile_store.service.edge import SECURITY_HEADERS
 
 logger = logging.getLogger(__name__)
 
@@ -64,12 +64,12 @@ class HeaderDeadlineProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         self._deadline: asyncio.TimerHandle | None = None
         self._request_begun = False
         super().connection_made(transport)
-        http_metrics.CONNECTIONS.inc()
+        metrics.CONNECTIONS.inc()
         self._arm()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
-        http_metrics.CONNECTIONS.dec()
+        metrics.CONNECTIONS.dec()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -95,7 +95,7 @@ class HeaderDeadlineProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         self._deadline = None
         if self.transport.is_closing():
             return
-        http_metrics.record_header_timeout()
+        metrics.record_header_timeout()
         if self._request_begun:
             logger.info(
                 "%s: request headers not received within %g s, connection closed",

@@ -20,6 +20,7 @@ from fastapi import APIRouter, Depends, Query, Response
 from fastapi import Path as UrlPath
 from pydantic import BaseModel, ConfigDict, Field
 
+from profile_store.audiences.admission import admissible_query
 from profile_store.audiences.discovery import NotBuilt, app_catalog, event_attributes
 from profile_store.audiences.engine import AudienceEngine, OverlapQueryError
 from profile_store.audiences.query import Node, QueryError
@@ -35,8 +36,7 @@ from profile_store.audiences.saved import (
     SegmentTaken,
     UnknownAudience,
 )
-from profile_store.audiences.tenants import ForbiddenApp, Tenant, admissible_query
-from profile_store.http_conventions import (
+from profile_store.service.conventions import (
     NOT_BLANK,
     ApiError,
     error_doc,
@@ -44,6 +44,7 @@ from profile_store.http_conventions import (
     json_body,
     json_object,
 )
+from profile_store.service.tenants import ForbiddenApp, Tenant
 
 DISCOVERY_PATH = "/v1/discovery/apps"
 DAILY_PATH = "/v1/audiences/daily"

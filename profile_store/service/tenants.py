@@ -1,4 +1,4 @@
-"""Query admission: which apps an API key may query, and what the engine can answer.
+"""API keys: which tenant a key belongs to and which apps it may query, and operators' keys.
 
 Tenants are configured in a JSON file::
 
@@ -30,17 +30,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import date
 from pathlib import Path
 from typing import Any
 
-from profile_store.audiences.query import Leaf, Node, QueryError, QueryLimits, leaves, parse_query
+from profile_store.audiences.query import Node, leaves
 
 MIN_KEY_LENGTH = 16
 TENANT_FIELDS = {"name", "api_keys", "app_ids", "app_id_prefixes"}
 MIN_PREFIX_LENGTH = 3
-MAX_MIN_COUNT = (1 << 63) - 1
-"""Largest ``min_count`` answered: event counts are 64-bit integers."""
 
 
 class TenantConfigError(ValueError):
@@ -194,32 +191,3 @@ def _strings(value: Any, path: str) -> list[str]:
         if not isinstance(item, str) or not item:
             raise TenantConfigError(f"{path}[{i}]: expected a non-empty string")
     return list(value)
-
-
-def admissible_query(tree: Any, limits: QueryLimits | None = None) -> Node:
-    """``parse_query`` plus the bounds the engine's storage imposes, as ``QueryError``s.
-
-    Rejected here, with the path of the value: strings that are not valid Unicode (lone
-    surrogates cannot become row keys), ``date_to`` on the last representable day (a scan stops
-    at the next day) and ``min_count`` beyond 64-bit event counts.
-    """
-    query = parse_query(tree, limits)
-    for leaf in leaves(query):
-        _check_leaf(leaf)
-    return query
-
-
-def _check_leaf(leaf: Leaf) -> None:
-    texts = [(f"{leaf.path}.app_id", leaf.app_id), (f"{leaf.path}.event_type", leaf.event_type)]
-    for name, value in leaf.attributes.items():
-        texts.append((f"{leaf.path}.attributes", name))
-        texts.append((f"{leaf.path}.attributes.{name}", value))
-    for path, text in texts:
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise QueryError(path, "not valid Unicode (unpaired surrogate)") from None
-    if leaf.date_to is not None and leaf.date_to >= date.max:
-        raise QueryError(f"{leaf.path}.date_to", f"must be before {date.max.isoformat()}")
-    if leaf.min_count is not None and leaf.min_count > MAX_MIN_COUNT:
-        raise QueryError(f"{leaf.path}.min_count", f"must be at most {MAX_MIN_COUNT}")

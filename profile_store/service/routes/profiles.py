@@ -11,7 +11,7 @@
 
 Authentication is the audience API's ``X-API-Key``: tenants own apps, not people, so any valid
 tenant key may read profiles; a missing or unknown key is 401. Errors have the service's one
-body (``http_conventions``): 400 ``invalid_request`` (a parameter or body out of bounds; the
+body (``conventions``): 400 ``invalid_request`` (a parameter or body out of bounds; the
 message names it), 401, 404 ``unknown_profile`` (a single id asked for has no row; the batch
 maps unknown ids to empty segments and lists them in ``unknown``), 502 ``hbase_error`` /
 ``corrupt_row``, 503 ``hbase_unavailable``. The connection check lives at ``/v1/connected``
@@ -27,8 +27,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from profile_store.audiences.tenants import Tenant
-from profile_store.http_conventions import ApiError, error_doc, hbase_failures, json_body
 from profile_store.profiles.bodies import (
     batch_body,
     expiries,
@@ -44,6 +42,8 @@ from profile_store.profiles.reads import (
     InvalidRequest,
     ProfileReader,
 )
+from profile_store.service.conventions import ApiError, error_doc, hbase_failures, json_body
+from profile_store.service.tenants import Tenant
 
 PROFILES_PATH = "/v1/profiles"
 CONNECTED_PATH = "/v1/connected"

@@ -27,8 +27,8 @@ from starlette.routing import Match
 from thriftpy2.thrift import TException
 from thriftpy2.transport import TTransportException
 
-from profile_store.audiences.tenants import Tenant, Tenants
-from profile_store.http_metrics import record_hbase_error
+from profile_store.service.metrics import record_hbase_error
+from profile_store.service.tenants import Tenant, Tenants
 
 logger = logging.getLogger(__name__)
 
@@ -240,7 +240,7 @@ def unauthorized(api_key: str | None) -> ApiError:
 def tenant_dependency(tenants: Tenants) -> Callable[..., Tenant]:
     """A FastAPI dependency: the tenant of the request's ``X-API-Key``, else a 401.
 
-    Marked ``requires_key``: the service's edge (``http_edge``) refuses the same keys before
+    Marked ``requires_key``: the service's edge (``edge``) refuses the same keys before
     the body is read; this dependency gives the route its tenant and documents the key.
     """
     api_key_header = APIKeyHeader(
@@ -347,5 +347,5 @@ def json_body(max_bytes: int, what: str) -> Callable[[Request], Awaitable[Any]]:
         except ValueError as exc:
             raise ApiError(400, "invalid_json", f"not valid JSON: {exc}", "$") from None
 
-    body.max_bytes = max_bytes  # type: ignore[attr-defined]  # the edge's bound (http_edge)
+    body.max_bytes = max_bytes  # type: ignore[attr-defined]  # the edge's bound (edge)
     return body
