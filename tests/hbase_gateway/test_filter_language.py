@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from profile_store.hbase_gateway import filters as fl
-from profile_store.hbase_gateway.filters import Cell, FilterSyntaxError, parse_filter
+from profile_store.hbase_gateway.filter_language import FilterSyntaxError, parse_filter
+from profile_store.hbase_gateway.row_filter import Cell
 
 # ----------------------------------------------------------------- helpers
 
