@@ -25,17 +25,13 @@ from profile_store.audiences.query import QueryError
 from profile_store.audiences.sketch_table import SKETCH_TABLE, sketch_table_opener
 from profile_store.cli import serve
 from profile_store.cli.conventions import (
-    EXIT_FAILURE,
     EXIT_INPUT,
     EXIT_OK,
-    HBASE_FAILURES,
     InputError,
-    MissingTable,
     add_hbase_options,
     add_json_option,
     fail,
-    is_table_not_found,
-    missing_table_message,
+    reports_failures,
     require_table_store,
     settings_from_args,
     shorten_usage,
@@ -94,29 +90,20 @@ def read_query(source: str) -> Any:
         raise InputError("invalid_json", f"{name}: not valid JSON: {exc}", "$") from None
 
 
+@reports_failures(SKETCH_TABLE)
 def run_estimate(args: argparse.Namespace) -> int:
-    settings = None
+    tree = read_query(args.query)
     try:
-        tree = read_query(args.query)
-        try:
-            admissible_query(tree)  # a wrong query fails before any HBase work starts
-        except QueryError as exc:
-            return fail(args, EXIT_INPUT, "invalid_query", exc.problem, exc.path)
-        settings = settings_from_args(args)
-        require_table_store(settings, SKETCH_TABLE)
+        admissible_query(tree)  # a wrong query fails before any HBase work starts
+    except QueryError as exc:
+        return fail(args, EXIT_INPUT, "invalid_query", exc.problem, exc.path)
+    settings = settings_from_args(args)
+    require_table_store(settings, SKETCH_TABLE)
+    try:
         with hbase_pool(settings) as pool:
             answer = AudienceEngine(sketch_table_opener(pool)).estimate(tree)
-    except MissingTable as exc:
-        return fail(args, EXIT_FAILURE, "table_not_found", str(exc))
     except QueryError as exc:  # valid, but the sketches cannot answer it (as HTTP's 422)
         return fail(args, EXIT_INPUT, "unanswerable_query", exc.problem, exc.path)
-    except InputError as exc:
-        return fail(args, EXIT_INPUT, exc.error, exc.message, exc.path)
-    except HBASE_FAILURES as exc:
-        if settings is not None and is_table_not_found(exc):
-            message = missing_table_message(settings, SKETCH_TABLE)
-            return fail(args, EXIT_FAILURE, "table_not_found", message)
-        return fail(args, EXIT_FAILURE, "hbase_unavailable", f"HBase: {exc}")
     if args.as_json:
         print(json.dumps(answer.to_dict()))
     else:

@@ -11,11 +11,14 @@ service's error body.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from thriftpy2.thrift import TException
 
 from profile_store.cli.argument_types import positive_int
@@ -156,3 +159,40 @@ def fail(
     else:
         print(f"error: {message}", file=sys.stderr)
     return code
+
+
+Command = Callable[..., int]
+"""A command's body: its parsed arguments first, an exit code back."""
+
+
+def reports_failures(table: str) -> Callable[[Command], Command]:
+    """How every command that reads ``table`` ends when an input, HBase or the lake fails.
+
+    ``InputError``: exit 2 with its code, message and JSON path. The table missing (from the
+    embedded store, or from HBase): exit 1, ``table_not_found``, saying where it was looked for
+    and how to point the command elsewhere. HBase unusable: exit 1, ``hbase_unavailable``. A
+    lake file that does not decode (Arrow): exit 1, ``lake_unreadable``. Errors of the command's
+    own domain are the command's to report, before these.
+    """
+
+    def decorate(command: Command) -> Command:
+        @functools.wraps(command)
+        def run(args: argparse.Namespace, *more: Any) -> int:
+            try:
+                return command(args, *more)
+            except InputError as exc:
+                return fail(args, EXIT_INPUT, exc.error, exc.message, exc.path)
+            except MissingTable as exc:
+                return fail(args, EXIT_FAILURE, "table_not_found", str(exc))
+            except HBASE_FAILURES as exc:
+                if is_table_not_found(exc):
+                    # The settings parsed before HBase was reached; read them again to say where.
+                    where = missing_table_message(settings_from_args(args), table)
+                    return fail(args, EXIT_FAILURE, "table_not_found", where)
+                return fail(args, EXIT_FAILURE, "hbase_unavailable", f"HBase: {exc}")
+            except pa.ArrowException as exc:
+                return fail(args, EXIT_FAILURE, "lake_unreadable", f"lake: {exc}")
+
+        return run
+
+    return decorate

@@ -15,19 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 
-import pyarrow as pa
-
 from profile_store.cli.conventions import (
-    EXIT_FAILURE,
     EXIT_INPUT,
     EXIT_OK,
-    HBASE_FAILURES,
-    MissingTable,
     add_hbase_options,
     add_json_option,
     fail,
-    is_table_not_found,
-    missing_table_message,
+    reports_failures,
     require_table_store,
     settings_from_args,
     shorten_usage,
@@ -92,9 +86,8 @@ def format_result(result: ForgetResult) -> str:
     return "\n".join([head, *counts, "the erasure step removes the rest from the lake"])
 
 
+@reports_failures(PROFILE_TABLE)
 def run_forget(args: argparse.Namespace) -> int:
-
-    settings = None
     try:
         given = given_ids(args.ids, args.key_type, key_types_from_env())
         if args.max_profiles is None:
@@ -110,21 +103,6 @@ def run_forget(args: argparse.Namespace) -> int:
         return fail(args, EXIT_INPUT, "erasure_refused", str(exc))
     except ErasureRequestError as exc:
         return fail(args, EXIT_INPUT, "invalid_request", str(exc))
-    except MissingTable as exc:
-        return fail(args, EXIT_FAILURE, "table_not_found", str(exc))
-    except HBASE_FAILURES as exc:
-        if settings is not None and is_table_not_found(exc):
-            return fail(
-                args,
-                EXIT_FAILURE,
-                "table_not_found",
-                missing_table_message(settings, PROFILE_TABLE),
-            )
-        return fail(args, EXIT_FAILURE, "hbase_unavailable", f"HBase: {exc}")
-    except OSError as exc:
-        return fail(args, EXIT_FAILURE, "lake_unavailable", f"lake: {exc}")
-    except pa.ArrowException as exc:
-        return fail(args, EXIT_FAILURE, "lake_unreadable", f"lake: identity areas: {exc}")
     if args.as_json:
         body = {
             "request_id": result.request.request_id,

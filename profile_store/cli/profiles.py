@@ -31,14 +31,10 @@ from profile_store.cli.conventions import (
     EXIT_FAILURE,
     EXIT_INPUT,
     EXIT_OK,
-    HBASE_FAILURES,
-    InputError,
-    MissingTable,
     add_hbase_options,
     add_json_option,
     fail,
-    is_table_not_found,
-    missing_table_message,
+    reports_failures,
     require_table_store,
     settings_from_args,
     shorten_usage,
@@ -133,6 +129,7 @@ def _command(
     return parser
 
 
+@reports_failures(PROFILE_TABLE)
 def _answer(
     args: argparse.Namespace,
     read: Callable[[ProfileReader], Any],
@@ -140,27 +137,17 @@ def _answer(
     readable: Callable[[Any], str],
 ) -> int:
     """Run ``read`` against HBase and print its answer; failures become exit codes."""
-    settings = None
+    settings = settings_from_args(args)
+    require_table_store(settings, PROFILE_TABLE)
     try:
-        settings = settings_from_args(args)
-        require_table_store(settings, PROFILE_TABLE)
         with hbase_pool(settings) as pool:
             answer = read(ProfileReader(table_opener(pool, PROFILE_TABLE), key_types_from_env()))
-    except MissingTable as exc:
-        return fail(args, EXIT_FAILURE, "table_not_found", str(exc))
     except InvalidRequest as exc:
         return fail(args, EXIT_INPUT, "invalid_request", str(exc))
-    except InputError as exc:
-        return fail(args, EXIT_INPUT, exc.error, exc.message, exc.path)
     except UnknownProfile as exc:
         return fail(args, EXIT_INPUT, "unknown_profile", f"no profile {exc.args[0]!r}")
     except CorruptRow as exc:
         return fail(args, EXIT_FAILURE, "corrupt_row", f"a row does not decode: {exc}")
-    except HBASE_FAILURES as exc:
-        if settings is not None and is_table_not_found(exc):
-            message = missing_table_message(settings, PROFILE_TABLE)
-            return fail(args, EXIT_FAILURE, "table_not_found", message)
-        return fail(args, EXIT_FAILURE, "hbase_unavailable", f"HBase: {exc}")
     print(json.dumps(as_json(answer)) if args.as_json else readable(answer))
     return EXIT_OK
 
