@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
-from conftest import DAY_1, DAY_2
+from known_audience import DAY_1, DAY_2
 
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.query import QueryError, parse_query, resolve_dates

@@ -19,7 +19,7 @@ from dagster._core.instance.config import dagster_instance_config
 from dagster._core.run_coordinator import QueuedRunCoordinator
 from dagster_postgres.utils import pg_config, pg_url_from_config
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LOCAL = REPO / "examples" / "dagster.local.yaml"
 PRODUCTION = REPO / "examples" / "dagster.yaml"
 ONE_RUN_OF_THE_LOCATION = {

@@ -11,7 +11,7 @@ import pytest
 
 from sensors.interval import DEFAULT_SECONDS, sensor_interval_seconds
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_unset_means_thirty_seconds():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import happybase
 import pytest
 from fastapi.testclient import TestClient
 from known_profiles import (
@@ -20,17 +19,16 @@ from known_profiles import (
     LIVE_A2,
     LIVE_B,
     MASTERS,
-    write_profiles,
+    write_profile_table,
 )
 
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.sketch_table import sketch_table_opener
 from profile_store.hbase.pool import hbase_pool, table_opener
 from profile_store.hbase.settings import HBaseSettings
-from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.profiles.bodies import expiries, iso_utc
 from profile_store.profiles.reads import MAX_IDS, ProfileReader
-from profile_store.profiles.table import PROFILE_TABLE, ensure_table
+from profile_store.profiles.table import PROFILE_TABLE
 from profile_store.service.app import create_app
 from profile_store.service.routes.profiles import MAX_BATCH_BODY_BYTES
 from profile_store.service.tenants import Tenants
@@ -300,21 +298,14 @@ def test_a_row_that_does_not_decode_is_502_not_500(client):
 
 
 @pytest.fixture(scope="module")
-def client_of_stopped_hbase(tmp_path_factory):
+def client_of_stopped_hbase(preloaded_gateway):
     """A service whose HBase gateway stopped after the service started."""
-    gateway = EmbeddedGateway(tmp_path_factory.mktemp("stopped-profiles-hbase")).start()
-    try:
-        connection = happybase.Connection(**gateway.connection_kwargs())
-        ensure_table(connection)
-        write_profiles(connection.table(PROFILE_TABLE))
-        connection.close()
+    with preloaded_gateway("stopped-profiles-hbase", write_profile_table) as gateway:
         settings = HBaseSettings(host=gateway.host, port=gateway.port, timeout_ms=5000)
         with hbase_pool(settings) as pool:
             gateway.stop()
             with service(pool) as test_client:
                 yield test_client
-    finally:
-        gateway.stop()
 
 
 @pytest.mark.parametrize(

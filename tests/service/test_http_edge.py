@@ -15,8 +15,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import BUILDER_TENANTS, SHOP_KEY
 from fastapi.testclient import TestClient
+from known_audience import BUILDER_TENANTS, SHOP_KEY
 
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences

@@ -241,3 +241,4 @@ def test_an_unknown_key_type_exits_2_naming_the_known_types(hbase_flags, capsys)
     assert code == 2
     err = capsys.readouterr().err
     assert "unknown key type 'hashed_email' (known: member_id, email_sha256)" in err
+

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import BUILDER_TENANTS, RIVAL_KEY, SHOP_KEY
-
-playwright = pytest.importorskip("playwright.sync_api")
+from known_audience import BUILDER_TENANTS, RIVAL_KEY, SHOP_KEY
+from playwright.sync_api import expect, sync_playwright
+from system_requirements import chromium
 
 # A and B and not C: installers of the last 2 days (u0..u99) who bought red (20 users: even
 # u0..u18, u20..u29), without those with 3+ purchases (u0..u4, of whom u0, u2, u4 bought red).
@@ -60,12 +59,9 @@ def service(builder_pool, builder_gateway, serve_process, tmp_path) -> str:
 
 @pytest.fixture
 def page():
-    browser_path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser_path is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
-    with playwright.sync_playwright() as driver:
+    with sync_playwright() as driver:
         browser = driver.chromium.launch(
-            executable_path=browser_path, args=["--no-sandbox", "--disable-dev-shm-usage"]
+            executable_path=chromium(), args=["--no-sandbox", "--disable-dev-shm-usage"]
         )
         page = browser.new_page(viewport={"width": 1200, "height": 1000})
         errors: list[str] = []
@@ -210,8 +206,8 @@ def test_an_audience_whose_names_hold_markup_opens_with_them_as_text(service, pa
     row.locator("button.open").click()
     second = criterion(page, 1)
     # The filter's selects exist at once and are filled when discovery answers.
-    playwright.expect(second.locator(".attribute-name")).to_have_value(MARKUP_ATTRIBUTE)
-    playwright.expect(second.locator(".attribute-value")).to_have_value("<b>42</b>")
+    expect(second.locator(".attribute-name")).to_have_value(MARKUP_ATTRIBUTE)
+    expect(second.locator(".attribute-value")).to_have_value("<b>42</b>")
     second.locator(".criterion-error").filter(has_text="cannot be filtered on").wait_for()
     assert MARKUP_ATTRIBUTE in second.locator(".criterion-error").text_content()
     assert page.evaluate("window.injected") is None

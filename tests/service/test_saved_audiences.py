@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import RIVAL_KEY, SHOP_KEY
+from known_audience import RIVAL_KEY, SHOP_KEY
 
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.hbase.pool import table_opener

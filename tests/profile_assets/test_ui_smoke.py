@@ -24,7 +24,7 @@ import yaml
 
 from profile_assets.definitions import defs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DAY = "2026-11-03"
 
 WORKSPACE_QUERY = """

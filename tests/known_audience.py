@@ -1,4 +1,5 @@
-"""A small, known audience in a real embedded HBase gateway, for the CLI and HTTP tests.
+"""A small, known audience data set for the engine, CLI and HTTP tests (the gateways holding it
+are fixtures of ``tests/conftest.py``).
 
 Sketch rows are written straight into the ``sketches`` table (no Spark), laid out as the
 pipeline writes them: per (app, event, day) one aggregate row carrying the kept attributes, one
@@ -21,37 +22,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from datetime import date
 
 import happybase
-import pytest
 from datasketches import AccumulatorPolicy, update_theta_sketch, update_tuple_sketch
-from fastapi.testclient import TestClient
 
 from profile_store.audiences.built_days import built_day_cells
-from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.rowkey import (
     AGGREGATE_HASH,
     kept_marker_rowkey,
     marginal_rowkey,
     sketch_rowkey,
 )
-from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
 from profile_store.audiences.sketch_table import (
     SKETCH_TABLE,
-    delete_rows,
     ensure_table,
-    sketch_table_opener,
     write_rows,
 )
 from profile_store.audiences.tuple_serde import SERDE
-from profile_store.hbase.pool import hbase_pool, table_opener
-from profile_store.hbase.settings import HBaseSettings
-from profile_store.hbase_gateway.process import EmbeddedGateway
-from profile_store.service.app import create_app
-from profile_store.service.tenants import Tenants
 
 DAY_1, DAY_2 = date(2026, 11, 1), date(2026, 11, 2)
 
@@ -147,42 +136,6 @@ def write_audience(connection: happybase.Connection) -> None:
     write_rows(connection.table(SKETCH_TABLE), audience_rows())
 
 
-@pytest.fixture(scope="session")
-def sketch_rows() -> list[dict]:
-    """The data set's rows, for tests that write a variant of it."""
-    return audience_rows()
-
-
-@pytest.fixture(scope="session")
-def fill_sketch_table():
-    """``write_audience``, for tests that build their own HBase with the data set."""
-    return write_audience
-
-
-@pytest.fixture(scope="session")
-def sketch_gateway(tmp_path_factory) -> Iterator[EmbeddedGateway]:
-    """An embedded gateway holding the data set, shared by the whole session."""
-    with EmbeddedGateway(tmp_path_factory.mktemp("audience-hbase")) as gateway:
-        connection = happybase.Connection(**gateway.connection_kwargs())
-        try:
-            write_audience(connection)
-        finally:
-            connection.close()
-        yield gateway
-
-
-@pytest.fixture(scope="session")
-def gateway_settings(sketch_gateway: EmbeddedGateway) -> HBaseSettings:
-    """Settings that reach the shared gateway as an external Thrift server."""
-    return HBaseSettings(host=sketch_gateway.host, port=sketch_gateway.port)
-
-
-@pytest.fixture(scope="session")
-def audience_engine(gateway_settings: HBaseSettings) -> Iterator[AudienceEngine]:
-    with hbase_pool(gateway_settings) as pool:
-        yield AudienceEngine(sketch_table_opener(pool))
-
-
 # -- the audience builder: the same data set with built-day markers, and saved audiences -------
 
 SHOP_KEY = "shop-key-0123456789abcdef"
@@ -199,40 +152,10 @@ BUILT_PAIRS = {
 }
 
 
-@pytest.fixture(scope="session")
-def builder_gateway(tmp_path_factory) -> Iterator[EmbeddedGateway]:
+def write_builder_tables(connection: happybase.Connection) -> None:
     """The data set as ``audience_sketches`` leaves it: both days built (com.rival had no
     installs on 2026-11-02), plus an empty ``audiences`` table."""
-    with EmbeddedGateway(tmp_path_factory.mktemp("builder-hbase")) as gateway:
-        connection = happybase.Connection(**gateway.connection_kwargs())
-        try:
-            write_audience(connection)
-            for day, pairs in BUILT_PAIRS.items():
-                connection.table(SKETCH_TABLE).put(*built_day_cells(day, pairs))
-            ensure_audience_table(connection)
-        finally:
-            connection.close()
-        yield gateway
-
-
-@pytest.fixture
-def builder_pool(builder_gateway: EmbeddedGateway) -> Iterator[happybase.ConnectionPool]:
-    """A pool on the builder's gateway, its ``audiences`` table emptied first."""
-    settings = HBaseSettings(host=builder_gateway.host, port=builder_gateway.port)
-    with hbase_pool(settings) as pool:
-        with pool.connection() as connection:
-            table = connection.table(AUDIENCE_TABLE)
-            delete_rows(table, [key for key, _ in table.scan()])
-        yield pool
-
-
-@pytest.fixture
-def builder_client(builder_pool) -> Iterator[TestClient]:
-    """The HTTP app with the builder's endpoints over ``builder_pool``."""
-    app = create_app(
-        AudienceEngine(sketch_table_opener(builder_pool)),
-        Tenants.from_config(BUILDER_TENANTS),
-        saved=SavedAudiences(table_opener(builder_pool, AUDIENCE_TABLE)),
-    )
-    with TestClient(app, raise_server_exceptions=False) as client:
-        yield client
+    write_audience(connection)
+    for day, pairs in BUILT_PAIRS.items():
+        connection.table(SKETCH_TABLE).put(*built_day_cells(day, pairs))
+    ensure_audience_table(connection)

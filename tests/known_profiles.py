@@ -28,6 +28,7 @@ import time
 import happybase
 
 from profile_store.profiles.table import (
+    PROFILE_TABLE,
     SEGMENTS,
     TYPE,
     TYPE_PROFILE,
@@ -37,6 +38,7 @@ from profile_store.profiles.table import (
     edge_cells,
     edge_key,
     encode_ms,
+    ensure_table,
     lookup_cells,
     lookup_key,
     profile_cells,
@@ -136,3 +138,9 @@ def profile_with_segments(
     """A bare profile row with ``g:`` and ``u:`` cells (the purge reads nothing else)."""
     cells = {TYPE: TYPE_PROFILE, **expiry_cells(SEGMENTS, segments)}
     table.put(profile_key(profile), {**cells, **expiry_cells(UNSYNCED, unsynced)})
+
+
+def write_profile_table(connection: happybase.Connection) -> None:
+    """Create the ``profiles`` table and write the data set into it."""
+    ensure_table(connection)
+    write_profiles(connection.table(PROFILE_TABLE))

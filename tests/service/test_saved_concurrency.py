@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from conftest import BUILDER_TENANTS, RIVAL_KEY, SHOP_KEY
+from known_audience import BUILDER_TENANTS, RIVAL_KEY, SHOP_KEY
 
 from profile_store.audiences import saved as saved_module
 from profile_store.audiences.claims import OWNER, check_and_put, take

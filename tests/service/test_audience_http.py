@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import happybase
 import pytest
 from fastapi.testclient import TestClient
 
@@ -15,7 +14,6 @@ from profile_store.audiences.query import LEAF_FIELDS, parse_query
 from profile_store.audiences.sketch_table import sketch_table_opener
 from profile_store.hbase.pool import hbase_pool
 from profile_store.hbase.settings import HBaseSettings
-from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.service.app import create_app
 from profile_store.service.routes.audiences import MAX_BODY_BYTES
 from profile_store.service.tenants import ForbiddenApp, TenantConfigError, Tenants
@@ -217,13 +215,9 @@ def test_health_is_503_naming_a_missing_sketch_table(gateway_settings):
 
 
 @pytest.fixture(scope="module")
-def client_of_stopped_hbase(tmp_path_factory, fill_sketch_table):
+def client_of_stopped_hbase(preloaded_gateway, fill_sketch_table):
     """An app whose HBase gateway has stopped after the app was created."""
-    gateway = EmbeddedGateway(tmp_path_factory.mktemp("stopped-hbase")).start()
-    try:
-        connection = happybase.Connection(**gateway.connection_kwargs())
-        fill_sketch_table(connection)
-        connection.close()
+    with preloaded_gateway("stopped-hbase", fill_sketch_table) as gateway:
         settings = HBaseSettings(host=gateway.host, port=gateway.port, timeout_ms=5000)
         with hbase_pool(settings) as pool:
             app = create_app(
@@ -232,8 +226,6 @@ def client_of_stopped_hbase(tmp_path_factory, fill_sketch_table):
             gateway.stop()
             with TestClient(app, raise_server_exceptions=False) as test_client:
                 yield test_client
-    finally:
-        gateway.stop()
 
 
 def test_health_is_503_when_hbase_is_unreachable(client_of_stopped_hbase):
