@@ -102,7 +102,7 @@ class TrimConfig(Config):
     ],
     description=(
         f"The day's keep/trim decision per (app, event type, attribute), decided over a "
-        f"trailing {TRIM_WINDOW_DAYS}-day window (seed 001's rule: at most 100 distinct values "
+        f"trailing {TRIM_WINDOW_DAYS}-day window (at most 100 distinct values "
         "and distinct/appearances < 0.1; at most 20 values are kept whatever the ratio). "
         "Queries use it to refuse filters on trimmed attributes."
     ),

@@ -28,7 +28,7 @@ def _print(line: str = "") -> None:
 
 
 def example_audiences(date_from: date, date_to: date) -> dict[str, dict]:
-    """A few questions a marketer asks (seed 001), over the sample days."""
+    """A few questions a marketer asks, over the sample days."""
 
     def leaf(app: str, event: str, **extra) -> dict:
         span = {"date_from": date_from.isoformat(), "date_to": date_to.isoformat()}

@@ -1,4 +1,4 @@
-"""How close sketch answers are to exact ones: the figures seed 001 reported, and ours.
+"""How close sketch answers are to exact ones, and the bars they must meet.
 
 Relative error is |estimate - exact| / exact; a query whose exact answer is 0 counts as 0 error
 when the estimate is 0 too, and as 100% otherwise (it cannot be scaled).
@@ -17,8 +17,7 @@ import numpy as np
 class AccuracyBars:
     """Pass marks. An answer in exact mode (every sketch below its capacity) must be exact;
     answers in estimation mode are judged on their own, so that a mix of mostly exact answers
-    cannot hide poor estimates. Seed 001's production figures: mean 6%, 40% under 1%, 87%
-    under 10%."""
+    cannot hide poor estimates."""
 
     max_mean_error: float = 0.03
     min_share_under_1pct: float = 0.35
@@ -137,7 +136,7 @@ def accuracy_report(estimates, exacts, lower_bounds, upper_bounds, exact_flags) 
 
 
 def error_histogram_png(errors: np.ndarray) -> bytes:
-    """A histogram of relative errors (percent), as seed 001 plotted it, with the 1% and 10%
+    """A histogram of relative errors (percent), with the 1% and 10%
     thresholds drawn and the share of queries below each."""
     import matplotlib
 

@@ -1,6 +1,6 @@
 """Per-day statistics of event attributes, and the keep/trim decision over a trailing window.
 
-Seed 001's rule: an attribute is worth a sketch dimension when it has few distinct values
+The rule: an attribute is worth a sketch dimension when it has few distinct values
 (<= 100) that repeat (distinct / appearances < 0.1). The ratio tells an id-like attribute from a
 category only once an app has events enough: in a small app a 10-value attribute seen 50 times
 has a ratio of 0.2. So an attribute of at most ``few_values`` (20) distinct values is kept

@@ -1,6 +1,6 @@
 """A fixed-seed mix of realistic audience queries, for accuracy checks and benchmarks.
 
-The mix follows what marketers ask (seed 001): single leaves over a few days, unions of
+The mix follows what marketers ask: single leaves over a few days, unions of
 events, intersections of a large and a small set ("installed AND purchased"), differences
 ("added to cart BUT NOT purchased"), "at least N times" leaves, and attribute filters, in trees
 of one to four leaves; and intersections and differences of small sets (narrow leaves of the

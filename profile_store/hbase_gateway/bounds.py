@@ -8,8 +8,8 @@ before thriftpy2 sees the byte that passed it; with the framed transport a frame
 the bound is refused before any of its payload is read. Apache HBase 2.6's Thrift server does
 the same with frames over ``hbase.regionserver.thrift.framed.max_frame_size_in_mb`` (2 MiB by
 default) and, buffered, with calls over libthrift's ``maxMessageSize`` (100 MiB). The default
-here, 16 MiB (libthrift's own frame bound is 16,384,000 bytes), is six times the largest call
-the pipeline was measured to send (2.6 MiB, a day of a million events); decoding multiplies
+here, 16 MiB (libthrift's own frame bound is 16,384,000 bytes), is several times the largest
+call the pipeline sends (its writers' batches of rows); decoding multiplies
 what a call holds (a list of empty structs: about 100 bytes of Python objects per byte), so a
 bound far above real calls would only widen what one call can cost.
 

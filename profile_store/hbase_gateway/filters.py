@@ -759,7 +759,7 @@ class FilterListWithAND(FilterList):
                 self._hint_filter = f
             code = _AND_MERGE[code][local]
             if code >= SKIP:
-                # HBASE-20565: later sub-filters must not see cells that are not included.
+                # As HBase's list does: later sub-filters must not see cells that are not included.
                 return code
         return code
 
@@ -820,7 +820,7 @@ class FilterListWithOR(FilterList):
             included[i] = False
             if f._can_finish and f._all_remaining():
                 continue
-            # HBASE-17678: a sub-filter that asked to skip past this cell is not
+            # As HBase's list does: a sub-filter that asked to skip past this cell is not
             # shown it again (the list as a whole may only have skipped one cell).
             local = None
             prev = prev_cells[i]

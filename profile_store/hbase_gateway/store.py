@@ -305,7 +305,7 @@ class Store:
         """Copy committed WAL frames into the database file after writes, on this thread.
 
         With SQLite's default the committing writer checkpoints every 1,000 WAL pages itself,
-        syncing the WAL and the database file while the client waits (a third of a 460,000-cell
+        syncing the WAL and the database file while the client waits (a large share of a big
         ``mutateRows``). A ``PASSIVE`` checkpoint on another connection runs alongside readers
         and writers, mostly while the client prepares its next call; durability is unchanged
         (a commit is in the WAL either way).

@@ -45,7 +45,7 @@ ARTIFACTS = ("hbase-server", "hbase-thrift")
 TRANSPORT_FLAGS = {"buffered": (), "framed": ("-f",)}
 PROTOCOL_FLAGS = {"binary": (), "compact": ("-c",)}
 
-# What HBase's bin/hbase adds when it runs on Java 11 or later (HBASE-22972 and successors).
+# What HBase's bin/hbase adds when it runs on Java 11 or later.
 JAVA17_OPTIONS = (
     "-XX:+UseG1GC",
     "-Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true",

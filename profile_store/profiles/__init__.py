@@ -1,4 +1,4 @@
-"""Compacted profiles in HBase (seeds 000, 002, 003, 004).
+"""Compacted profiles in HBase: every id of a person carries the person's segments and counters.
 
 - ``table``: the ``profiles`` table's row keys, families and cell codecs.
 - ``reads``: the real-time reads (segments by any id, connections, linked ids, masters, whole

@@ -1,4 +1,4 @@
-"""Profile compaction (seed 000): every profile of a person carries the person's whole picture.
+"""Profile compaction: every profile of a person carries the person's whole picture.
 
 Two levels. The *profile state* (per profile id, kept in the lake) folds each day into the day
 before: segment expiries (max wins; expired ones are dropped) and decaying counters. The

@@ -1,4 +1,4 @@
-"""Decaying event counters (seed 003): an exponential moving average per event type.
+"""Decaying event counters: an exponential moving average per event type.
 
 Each event adds 1, and every value halves every ``half_life_ms``. A counter is stored as its
 value at the time of its last event, ``(value, last_ms)``; its value at a later time ``t`` is

@@ -1,6 +1,6 @@
-"""The real-time reads of the ``profiles`` table (seeds 000, 002, 003, 004) and the expiry purge.
+"""The real-time reads of the ``profiles`` table and the expiry purge.
 
-A bidder has about 10 ms for everything (seed 002), so what a read costs is counted in HBase
+A bidder has about 10 ms for everything, so what a read costs is counted in HBase
 round trips (sequential requests), and every method says how many it makes:
 
 | read | round trips |
@@ -12,7 +12,7 @@ round trips (sequential requests), and every method says how many it makes:
 | ``linked_profiles(id)``, ``profile(id)`` | 1 |
 | ``masters(page_size)`` | 3-4 (open, fetch, close a server-filtered scanner) |
 
-Alternate ids (seed 004): a login or hashed email is not a row of its own; ``l|<type>|<value>``
+Alternate ids: a login or hashed email is not a row of its own; ``l|<type>|<value>``
 names the person's master, whose row carries the person's segments. The caller says which kind
 of id it holds with ``key_type``: ``None`` means a profile (device or cookie) id; a type means
 "a profile id or, failing that, an alternate id of this type". Both rows are read in the first
@@ -21,8 +21,8 @@ alternate id costs exactly two.
 
 Segments are live while their expiry is in the future: an expiry at or before ``now_ms`` is
 never returned. A profile's ``g:`` cells are its person's compacted segments, its ``u:`` cells
-the ones a real-time feed added since the last compaction (seed 000); both count, and the later
-expiry wins. Counters are decayed to ``now_ms`` with the half-life stored beside them (seed 003).
+the ones a real-time feed added since the last compaction; both count, and the later
+expiry wins. Counters are decayed to ``now_ms`` with the half-life stored beside them.
 A ``p|`` row holding only ``u:`` cells (the feed wrote it before any compaction saw the id)
 answers ``segments`` and ``profile`` as a person of its own; the identity reads (``connected``,
 ``linked_profiles``, ``masters``) know the rows compaction wrote.
@@ -66,7 +66,7 @@ from profile_store.profiles.table import (
 )
 
 MAX_IDS = 1000
-"""Most ids in one ``segments_many`` call (a bidder sends 25, seed 004)."""
+"""Most ids in one ``segments_many`` call (a bidder sends about 25 at once)."""
 MAX_PAGE_SIZE = 1000
 MAX_LINKED = 1000
 MAX_ID_BYTES = 1024
@@ -82,7 +82,7 @@ LINKED_COLUMNS = [TYPE, MASTER, DEVICES, ASSOCIATIONS]
 MASTERS_FILTER = (
     "SingleColumnValueFilter('s', 'master', =, 'binary:', false, true) AND KeyOnlyFilter()"
 )
-"""Keeps rows WITHOUT ``s:master`` (a master's is suppressed, seed 000): a row whose
+"""Keeps rows WITHOUT ``s:master`` (a master's is suppressed, not empty): a row whose
 ``s:master`` holds an id fails the ``= ''`` comparison and is dropped on the server; a missing
 column passes (``filterIfMissing`` false). ``s:master`` must be among the scanned columns, or
 the filter never sees it. The key-only part keeps the reply to row keys."""
@@ -139,7 +139,7 @@ class SegmentsBatch:
 
 @dataclass(frozen=True)
 class Edge:
-    """A direct bridging edge between two profiles (seed 000: weight = link probability)."""
+    """A direct bridging edge between two profiles (weight = link probability)."""
 
     weight: float
     rules: tuple[str, ...]
@@ -290,8 +290,8 @@ class ProfileReader:
 
         One round trip (one multi-get) for up to ``MAX_IDS`` profile ids: a bidder's batch of 25
         costs what a single read does. With ``key_type``, lookup rows are read in that same trip
-        and the masters of the alternate ids among ``ids`` in a second one (seed 004's "at most
-        two sequential reads"). An unknown id and a profile without live segments both map to
+        and the masters of the alternate ids among ``ids`` in a second one (at most two
+        sequential reads). An unknown id and a profile without live segments both map to
         ``{}`` (a bidder treats them alike); ``unknown`` tells them apart.
         """
         unique = _check_ids(ids)
@@ -321,7 +321,7 @@ class ProfileReader:
     def connected(self, a: str, b: str) -> Connection:
         """Whether ``a`` and ``b`` are one person, for any two profile ids. 1 round trip.
 
-        Seed 000's edge lookup only answers when one of the two is the master; reading both
+        An edge lookup alone only answers when one of the two is the master; reading both
         profile rows' ``s:master`` (and the edge row, for its weight) in one multi-get answers
         for two non-masters at the same cost. An unknown id is connected to nothing.
         """
@@ -346,7 +346,7 @@ class ProfileReader:
     def linked_profiles(self, id: str, limit: int = 100) -> LinkedProfiles | None:
         """The other ids of ``id``'s person from its ``a:`` family; None if unknown. 1 round trip.
 
-        Compaction caps ``a:`` (seed 000's super-node guard), so the row is read whole and cut to
+        Compaction caps ``a:`` (a guard against super nodes), so the row is read whole and cut to
         ``limit`` here; ``truncated`` says the person (``s:devices``) has more ids than listed.
         """
         _check_id("id", id)
@@ -367,7 +367,7 @@ class ProfileReader:
         )
 
     def masters(self, page_size: int = 100, after: str | None = None) -> MastersPage:
-        """A page of master ids (seed 000's "list unique profiles"). 3-4 round trips.
+        """A page of master ids: the unique persons. 3-4 round trips.
 
         One scanner over ``p|`` filtered on the server (``MASTERS_FILTER``), so non-master rows
         never cross the wire. It asks for one row more than ``page_size`` to know whether another

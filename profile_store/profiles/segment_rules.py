@@ -1,4 +1,4 @@
-"""Segment rules: event criteria -> segment id with a time to live (seed 002).
+"""Segment rules: event criteria -> segment id with a time to live.
 
 A profile enters a segment with an event that matches the rule; the membership expires
 ``ttl_days`` after the LAST matching event, so an active user stays in. Rules are evaluated in

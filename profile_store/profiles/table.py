@@ -1,19 +1,19 @@
-"""The ``profiles`` HBase table (seeds 000 and 004): row keys, families and cell codecs.
+"""The ``profiles`` HBase table: row keys, families and cell codecs.
 
 One table holds three kinds of rows, told apart by the first bytes of the key (and by
-``s:type``, as seed 000 has it), so a profile id can never collide with an edge or a lookup:
+``s:type``), so a profile id can never collide with an edge or a lookup:
 
 ```
 p|<profile id>                        a profile (device or cookie id, raw bytes after "p|")
   s:type        b"profile"
-  s:master      master profile id; ABSENT on a master (seed 000: suppressed, not NULL)
+  s:master      master profile id; ABSENT on a master (suppressed, not NULL)
   s:first_seen  epoch ms of the profile's first event (ASCII decimal)
   s:id_type     cookie | idfa | gaid
-  s:devices     ids in the person's component, this one included (seed 004: merged devices)
+  s:devices     ids in the person's component, this one included (merged devices)
   s:as_of       epoch ms the compaction computed this row for
   g:<segment>   expiry, epoch ms: the union of the COMPONENT's segments, max expiry wins
   u:<segment>   expiry, epoch ms: an unsynced segment written by a real-time feed; the next
-                compaction folds it into the component and deletes it (seed 000)
+                compaction folds it into the component and deletes it
   a:<id>        another profile of the component (value: its id type); capped, see s:devices
   f:<event>     decaying counter of the component (``encode_counter``: value, time, half-life)
 
@@ -23,7 +23,7 @@ e|<a>|<b>                             a bridging edge, a < b (percent-encoded ``
   p:rules       comma-separated rule names
   p:first_seen  epoch ms
 
-l|<key type>|<key>                    lookup of an alternate id or login (seed 004)
+l|<key type>|<key>                    lookup of an alternate id or login
   s:type        b"lookup"
   s:profile     the person's master profile id
 ```

@@ -1,4 +1,4 @@
-"""Unsynced segments (seed 000's UNSYNCED_SEGMENTS): ``u:<segment>`` cells from a real-time feed.
+"""Unsynced segments: ``u:<segment>`` cells from a real-time feed.
 
 A real-time writer that learns a segment puts ``u:<segment> = expiry ms`` on the profile row it
 saw; the read path counts it at once for that id. The next compaction folds these cells into
