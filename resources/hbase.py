@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Mapping
+from dataclasses import asdict, fields
 from typing import Any
 
 import happybase
@@ -65,19 +66,7 @@ class HBaseResource(ConfigurableResource):
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> HBaseResource:
         """Build from ``HBASE_THRIFT_*``, ``HBASE_TABLE_PREFIX``, ``PROFILES_HBASE_DATA_DIR``,
         ``PROFILES_HBASE_GATEWAY_WORKERS``."""
-        settings = HBaseSettings.from_env(environ, **overrides)
-        return cls(
-            host=settings.host,
-            port=settings.port,
-            transport=settings.transport,
-            protocol=settings.protocol,
-            table_prefix=settings.table_prefix,
-            pool_size=settings.pool_size,
-            timeout_ms=settings.timeout_ms,
-            compat=settings.compat,
-            data_dir=settings.data_dir,
-            gateway_workers=settings.gateway_workers,
-        )
+        return cls(**asdict(HBaseSettings.from_env(environ, **overrides)))
 
     @property
     def embedded(self) -> bool:
@@ -85,18 +74,7 @@ class HBaseResource(ConfigurableResource):
 
     def settings(self) -> HBaseSettings:
         """The resource's settings, validated (a bad value raises ``ValueError``)."""
-        return HBaseSettings(
-            host=self.host,
-            port=self.port,
-            transport=self.transport,
-            protocol=self.protocol,
-            table_prefix=self.table_prefix,
-            pool_size=self.pool_size,
-            timeout_ms=self.timeout_ms,
-            data_dir=self.data_dir,
-            compat=self.compat,
-            gateway_workers=self.gateway_workers,
-        )
+        return HBaseSettings(**{f.name: getattr(self, f.name) for f in fields(HBaseSettings)})
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         self.settings()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict, fields
+
 from dagster import ConfigurableResource
 from pydantic import Field
 
@@ -25,12 +27,7 @@ class LakeResource(ConfigurableResource):
     )
 
     def settings(self) -> LakeSettings:
-        return LakeSettings(
-            root=self.root,
-            s3_endpoint_url=self.s3_endpoint_url,
-            s3_region=self.s3_region,
-            spark_s3_scheme=self.spark_s3_scheme,
-        )
+        return LakeSettings(**{f.name: getattr(self, f.name) for f in fields(LakeSettings)})
 
     @property
     def is_s3(self) -> bool:
@@ -42,10 +39,4 @@ class LakeResource(ConfigurableResource):
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, root: str | None = None) -> LakeResource:
         """From ``PROFILES_LAKE_ROOT`` and the S3 variables; ``root`` (a ``--lake`` flag) wins."""
-        settings = LakeSettings.from_env(env, root=root)
-        return cls(
-            root=settings.root,
-            s3_endpoint_url=settings.s3_endpoint_url,
-            s3_region=settings.s3_region,
-            spark_s3_scheme=settings.spark_s3_scheme,
-        )
+        return cls(**asdict(LakeSettings.from_env(env, root=root)))

@@ -32,11 +32,9 @@ from profile_store.cli.conventions import (
     add_json_option,
     fail,
     reports_failures,
-    require_table_store,
-    settings_from_args,
     shorten_usage,
+    table_pool,
 )
-from profile_store.hbase.pool import hbase_pool
 
 
 def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -97,10 +95,8 @@ def run_estimate(args: argparse.Namespace) -> int:
         admissible_query(tree)  # a wrong query fails before any HBase work starts
     except QueryError as exc:
         return fail(args, EXIT_INPUT, "invalid_query", exc.problem, exc.path)
-    settings = settings_from_args(args)
-    require_table_store(settings, SKETCH_TABLE)
     try:
-        with hbase_pool(settings) as pool:
+        with table_pool(args, SKETCH_TABLE) as pool:
             answer = AudienceEngine(sketch_table_opener(pool)).estimate(tree)
     except QueryError as exc:  # valid, but the sketches cannot answer it (as HTTP's 422)
         return fail(args, EXIT_INPUT, "unanswerable_query", exc.problem, exc.path)

@@ -11,17 +11,20 @@ service's error body.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import happybase
 import pyarrow as pa
 from thriftpy2.thrift import TException
 
 from profile_store.cli.argument_types import positive_int
+from profile_store.hbase.pool import hbase_pool
 from profile_store.hbase.settings import PROTOCOLS, TRANSPORTS, HBaseSettings
 from profile_store.hbase_gateway.process import GatewayStartError
 from profile_store.hbase_gateway.store import DB_FILE
@@ -148,11 +151,21 @@ def settings_from_args(args: argparse.Namespace, environ: Any = None) -> HBaseSe
         raise InputError("invalid_settings", f"HBase settings: {exc}") from None
 
 
+@contextlib.contextmanager
+def table_pool(args: argparse.Namespace, table: str) -> Iterator[happybase.ConnectionPool]:
+    """A pool on the HBase the command's flags and environment name, for reading ``table``;
+    an embedded store that does not exist yet is refused before a gateway creates it."""
+    settings = settings_from_args(args)
+    require_table_store(settings, table)
+    with hbase_pool(settings) as pool:
+        yield pool
+
+
 def fail(
     args: argparse.Namespace, code: int, error: str, message: str, path: str | None = None
 ) -> int:
     """Print the error (JSON with ``--json``, else one line) on stderr; returns ``code``."""
-    if args.as_json:
+    if getattr(args, "as_json", False):  # a command without --json prints the line
         print(json.dumps({"error": error, "message": message, "path": path}), file=sys.stderr)
     elif path:
         print(f"query error at {path}: {message}", file=sys.stderr)

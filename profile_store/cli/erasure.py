@@ -22,9 +22,8 @@ from profile_store.cli.conventions import (
     add_json_option,
     fail,
     reports_failures,
-    require_table_store,
-    settings_from_args,
     shorten_usage,
+    table_pool,
 )
 from profile_store.erasure.forget import ForgetResult, forget
 from profile_store.erasure.requests import (
@@ -36,7 +35,7 @@ from profile_store.erasure.requests import (
     given_ids,
     max_profiles_from_env,
 )
-from profile_store.hbase.pool import hbase_pool, table_opener
+from profile_store.hbase.pool import table_opener
 from profile_store.lake.settings import LakeSettings
 from profile_store.profiles.reads import key_types_from_env
 from profile_store.profiles.table import PROFILE_TABLE
@@ -94,10 +93,8 @@ def run_forget(args: argparse.Namespace) -> int:
             bound = max_profiles_from_env()
         else:
             bound = checked_max_profiles(args.max_profiles, "--max-profiles")
-        settings = settings_from_args(args)
-        require_table_store(settings, PROFILE_TABLE)
         lake = LakeSettings.from_env(root=args.lake)
-        with hbase_pool(settings) as pool:
+        with table_pool(args, PROFILE_TABLE) as pool:
             result = forget(lake.storage(), table_opener(pool, PROFILE_TABLE), given, None, bound)
     except ErasureRefused as exc:
         return fail(args, EXIT_INPUT, "erasure_refused", str(exc))

@@ -35,11 +35,10 @@ from profile_store.cli.conventions import (
     add_json_option,
     fail,
     reports_failures,
-    require_table_store,
-    settings_from_args,
     shorten_usage,
+    table_pool,
 )
-from profile_store.hbase.pool import hbase_pool, table_opener
+from profile_store.hbase.pool import table_opener
 from profile_store.profiles.bodies import batch_body, profile_body, segments_body
 from profile_store.profiles.reads import (
     DEFAULT_PURGE_RATE,
@@ -137,10 +136,8 @@ def _answer(
     readable: Callable[[Any], str],
 ) -> int:
     """Run ``read`` against HBase and print its answer; failures become exit codes."""
-    settings = settings_from_args(args)
-    require_table_store(settings, PROFILE_TABLE)
     try:
-        with hbase_pool(settings) as pool:
+        with table_pool(args, PROFILE_TABLE) as pool:
             answer = read(ProfileReader(table_opener(pool, PROFILE_TABLE), key_types_from_env()))
     except InvalidRequest as exc:
         return fail(args, EXIT_INPUT, "invalid_request", str(exc))

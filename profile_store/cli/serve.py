@@ -29,15 +29,14 @@ from pathlib import Path
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
-from profile_store.audiences.sketch_table import sketch_table_opener
+from profile_store.audiences.sketch_table import SKETCH_TABLE, sketch_table_opener
 from profile_store.cli.argument_types import port_number
 from profile_store.cli.conventions import (
     EXIT_FAILURE,
     EXIT_INPUT,
     EXIT_OK,
-    HBASE_FAILURES,
-    InputError,
     add_hbase_options,
+    reports_failures,
     settings_from_args,
     shorten_usage,
 )
@@ -106,6 +105,7 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     return parser
 
 
+@reports_failures(SKETCH_TABLE)
 def run_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -121,9 +121,6 @@ def run_serve(args: argparse.Namespace) -> int:
         header_timeout = header_timeout_s()
     except TenantConfigError as exc:
         print(f"error: tenants: {exc}", file=sys.stderr)
-        return EXIT_INPUT
-    except InputError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
         return EXIT_INPUT
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -164,9 +161,6 @@ def run_serve(args: argparse.Namespace) -> int:
             server.run()
     except _Stopped as stopped:
         logger.info("service stopped by %s", stopped)
-    except HBASE_FAILURES as exc:
-        print(f"error: HBase: {exc}", file=sys.stderr)
-        return EXIT_FAILURE
     finally:
         if metrics is not None:
             metrics.shutdown()

@@ -17,6 +17,7 @@ import pytest
 
 from profile_store.audiences.admission import admissible_query
 from profile_store.cli import audiences as cli
+from profile_store.cli.conventions import settings_from_args
 from profile_store.hbase.pool import hbase_pool
 from profile_store.hbase.settings import HBaseSettings
 
@@ -185,7 +186,7 @@ def test_hbase_flags_override_the_environment():
         ["estimate", "q.json", "--hbase-host", "other", "--hbase-pool-size", "8"]
     )
     environ = {"HBASE_THRIFT_HOST": "hbase-thrift.internal", "HBASE_THRIFT_PORT": "9095"}
-    settings = cli.settings_from_args(args, environ)
+    settings = settings_from_args(args, environ)
     assert (settings.host, settings.port, settings.pool_size) == ("other", 9095, 8)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -242,3 +243,19 @@ def test_an_unknown_key_type_exits_2_naming_the_known_types(hbase_flags, capsys)
     err = capsys.readouterr().err
     assert "unknown key type 'hashed_email' (known: member_id, email_sha256)" in err
 
+
+def test_serve_on_an_unreachable_hbase_exits_1_naming_hbase(tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    tenants = REPO / "examples" / "tenants.json"
+    completed = subprocess.run(
+        [sys.executable, "-m", "profile_store.cli", "serve", "--port", "0"]
+        + ["--tenants", str(tenants), "--lake", str(tmp_path)]
+        + ["--hbase-host", "127.0.0.1", "--hbase-port", str(closed_port)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 1
+    assert completed.stderr.splitlines()[-1].startswith("error: HBase: ")

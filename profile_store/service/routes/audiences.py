@@ -57,24 +57,24 @@ HEALTH_PATH = "/v1/health"
 NonEmptyText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_LENGTH)]
 
 
+SHOES_IN_CART_3_TIMES = {
+    "app_id": "com.shop",
+    "event_type": "add_to_cart",
+    "date_from": "2026-11-01",
+    "date_to": "2026-11-30",
+    "min_count": 3,
+    "attributes": {"product_type": "shoes"},
+}
+"""The example leaf of the documentation: a leaf alone, and inside the funnel example."""
+
+
 class LeafQuery(BaseModel):
     """Users of one app who sent one event type within a date range (UTC days, inclusive)."""
 
     model_config = ConfigDict(
         extra="forbid",
         title="Leaf",
-        json_schema_extra={
-            "examples": [
-                {
-                    "app_id": "com.shop",
-                    "event_type": "add_to_cart",
-                    "date_from": "2026-11-01",
-                    "date_to": "2026-11-30",
-                    "min_count": 3,
-                    "attributes": {"product_type": "shoes"},
-                }
-            ]
-        },
+        json_schema_extra={"examples": [SHOES_IN_CART_3_TIMES]},
     )
 
     app_id: str = Field(
@@ -160,14 +160,7 @@ QUERY_EXAMPLES: dict[str, dict[str, Any]] = {
                             "date_from": "2026-11-01",
                             "date_to": "2026-11-30",
                         },
-                        {
-                            "app_id": "com.shop",
-                            "event_type": "add_to_cart",
-                            "date_from": "2026-11-01",
-                            "date_to": "2026-11-30",
-                            "min_count": 3,
-                            "attributes": {"product_type": "shoes"},
-                        },
+                        SHOES_IN_CART_3_TIMES,
                     ]
                 },
                 {
