@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: demo test lint ui java hbase spark-cluster clean
+.PHONY: demo test lint ui java hbase kafka spark-cluster clean
 
 java:
 	@command -v java >/dev/null 2>&1 || { echo "PySpark needs Java 17: install it first (Debian: apt-get install -y openjdk-17-jre-headless)"; exit 1; }
@@ -47,6 +47,13 @@ ui: java $(BIN)/.installed $(DAGSTER_HOME)/dagster.yaml
 hbase: java $(BIN)/.installed
 	@command -v mvn >/dev/null 2>&1 || { echo "Apache HBase's jars are resolved by Maven: install it first (Debian: apt-get install -y maven)"; exit 1; }
 	$(BIN)/python -m profile_store.cli.launchers apache-hbase --data-dir data/apache-hbase --port 9090
+
+# A real Apache Kafka (one KRaft node, client port 9092) until Ctrl-C, for the real-time path; the
+# first run resolves its jars with Maven into ~/.cache/adtech-profiles. It prints the variable
+# that points the project at it.
+kafka: java $(BIN)/.installed
+	@command -v mvn >/dev/null 2>&1 || { echo "Apache Kafka's jars are resolved by Maven: install it first (Debian: apt-get install -y maven)"; exit 1; }
+	$(BIN)/profiles kafka --data-dir data/kafka --port 9092
 
 spark-cluster: java $(BIN)/.installed
 	$(BIN)/python -m profile_store.cli.launchers spark-standalone --work-dir data/spark-standalone

@@ -6,8 +6,8 @@ that many cores), runs every asset and check of both days on it
 (``profile_assets.materialize_days``, embedded gateway, lake directory) and keeps the seconds of
 each step of the second day (an incremental day, as in production). Prints a table of seconds per
 step, then per step a least squares line over the sizes at the most cores (fixed seconds + seconds
-per million events) and the speed-up from the fewest to the most cores at the largest size. The
-README's scale section is written from this output::
+per million events) and the speed-up from the fewest to the most cores at the largest size.
+docs/benchmarks.md's scaling section is written from this output::
 
     .venv/bin/python bench/scaling.py [--sizes 200000,400000,800000] [--cores 1,2] [--seed 7]
 """

@@ -13,7 +13,7 @@ def resources_from_env(env: dict[str, str] | None = None) -> dict:
     """Every resource the code location uses, configured from environment variables.
 
     With none set, everything is embedded: a ``data/lake`` directory, Spark ``local[*]`` and
-    an HBase gateway started on demand. See the README for each variable.
+    an HBase gateway started on demand. See docs/configuration.md for each variable.
     """
     env = dict(os.environ if env is None else env)
     return {

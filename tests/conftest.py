@@ -36,13 +36,15 @@ os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 # back before the JVM exits, and the suite is CPU-bound on 2 cores. C1 alone runs the same code.
 SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_LIVED_JVM_OPTIONS)
-# The same for Apache HBase's JVMs (HBASE_OPTS, as bin/hbase reads it).
+# The same for Apache HBase's JVMs (HBASE_OPTS, as bin/hbase reads it) and Apache Kafka's
+# (KAFKA_OPTS, as kafka-run-class.sh reads it).
 os.environ.setdefault("HBASE_OPTS", SHORT_LIVED_JVM_OPTIONS)
+os.environ.setdefault("KAFKA_OPTS", SHORT_LIVED_JVM_OPTIONS)
 
 REPO = Path(__file__).resolve().parents[1]
 # The directories whose tests share the slowest fixtures (whole pipeline runs, a real HBase, a
 # webserver and daemon): started first, so that the other worker takes the small ones meanwhile.
-SLOWEST_FIRST = ("real_spark", "orchestration", "conformance", "erasure", "imports")
+SLOWEST_FIRST = ("real_spark", "orchestration", "conformance", "erasure", "imports", "realtime")
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

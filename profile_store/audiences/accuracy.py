@@ -1,4 +1,4 @@
-"""How close sketch answers are to exact ones, and the bars they must meet.
+"""How close sketch answers are to exact ones, and whether that is close enough.
 
 Relative error is |estimate - exact| / exact; a query whose exact answer is 0 counts as 0 error
 when the estimate is 0 too, and as 100% otherwise (it cannot be scaled).

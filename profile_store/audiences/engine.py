@@ -19,8 +19,8 @@ installs on a Monday), so the day adds nothing; only days not built are refused.
 The sketches are unioned in C++; the tree is evaluated in C++; bounds are DataSketches' (2
 standard deviations, about 95%). Unions keep up to 2^16 entries, more than a day's sketch
 (lg_k 12): every hash the days' sketches hold below their common theta is a sample, so a
-30-day leaf keeps several times the samples of one day, and its relative error shrinks with
-them instead of staying at one day's; the estimate stays unbiased.
+30-day leaf keeps several times the samples of one day, and its error is smaller than a
+union capped at the day sketches' size would give; the estimate stays unbiased.
 """
 
 from __future__ import annotations

@@ -25,6 +25,8 @@ COMMAND_MODULES = (
     "profile_store.cli.serve",
     "profile_store.cli.imports",
     "profile_store.cli.erasure",
+    "profile_store.cli.kafka",
+    "profile_store.cli.stream",
 )
 
 

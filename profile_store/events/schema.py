@@ -25,7 +25,7 @@ SOURCE_FILE = "source_file"
 
 ID_TYPES = ("cookie", "idfa", "gaid")
 
-# The landing contract (``event.schema.json``, published in the README): these keys only,
+# The landing contract (``event.schema.json``, see docs/event-contract.md): these keys only,
 # each a JSON string, or an object of strings for the two maps; the first six are required.
 REQUIRED_FIELDS = ("event_id", "app_id", "user_id", "id_type", "event_time", "event_type")
 STRING_FIELDS = (*REQUIRED_FIELDS, "member_id", "ip", "user_agent")

@@ -1,9 +1,8 @@
 """What the simulated tenants look like: apps, their event mixes and their event attributes.
 
-Attribute kinds follow the trimming rule of ``audiences.attribute_stats`` (keep when at most 100
-distinct values and distinct / appearances < 0.1): ``low`` attributes are meant to be kept,
-``noisy`` ones trimmed, and ``borderline`` ones (about 150 values, frequent) trimmed only by the
-100 cap.
+Attribute kinds follow the trimming rule (keep when at most 100 distinct values and
+distinct / appearances < 0.1): ``low`` attributes are meant to be kept, ``noisy`` ones
+trimmed, and ``borderline`` ones (about 150 values, frequent) trimmed only by the 100 cap.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ the bound is refused before any of its payload is read. Apache HBase 2.6's Thrif
 the same with frames over ``hbase.regionserver.thrift.framed.max_frame_size_in_mb`` (2 MiB by
 default) and, buffered, with calls over libthrift's ``maxMessageSize`` (100 MiB). The default
 here, 16 MiB (libthrift's own frame bound is 16,384,000 bytes), is several times the largest
-call the pipeline sends (its writers' batches of rows); decoding multiplies
+call the pipeline sends (in a whole-graph day of a million events); decoding multiplies
 what a call holds (a list of empty structs: about 100 bytes of Python objects per byte), so a
 bound far above real calls would only widen what one call can cost.
 

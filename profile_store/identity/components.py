@@ -10,7 +10,7 @@ with a shuffle before each of the last two:
    as *parent*, and every other root of it an edge to that parent. Those edges are the next
    round's graph: its nodes are roots only, and a component whose edges all met in one
    partition leaves nothing behind. Every round removes at least the largest node of each
-   component, in practice most edges, since most components' edges meet in one partition;
+   component, in practice most of the edges;
 3. once the next graph has at most ``local_edges`` edges, it is finished in one partition
    (scipy again). Then, from the last round back to the first, each node's parent is replaced
    by its parent's label from the round after (a join by hash(parent)).

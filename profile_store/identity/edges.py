@@ -1,8 +1,8 @@
 """Clean bridging keys -> weighted edges between profiles.
 
-A key shared by n profiles yields n - 1 edges, a star to the key's first-seen profile (a star to
-the oldest instead of the full graph: n - 1 edges rather than n(n - 1)/2), each keyed by the sorted
-pair (``profile_a`` < ``profile_b``). A day's edges are those of the profiles that used a clean key
+A key shared by n profiles yields n - 1 edges, a star to the key's first-seen profile (a
+star to the oldest instead of the full graph), each keyed by the sorted pair
+(``profile_a`` < ``profile_b``). A day's edges are those of the profiles that used a clean key
 that day; the hub comes from the whole history, so it stays the same from day to day.
 """
 

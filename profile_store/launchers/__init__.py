@@ -1,2 +1,1 @@
-"""Real servers this project starts on this machine: Apache HBase and a Spark standalone
-cluster, from jars Maven resolves or from pyspark itself, as child processes."""
+"""Real servers this project starts from Maven Central jars for its demo, tests and benchmarks."""

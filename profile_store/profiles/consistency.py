@@ -1,7 +1,7 @@
 """Checks of the ``profiles`` table as a bidder would see it.
 
-``master_references``: every ``s:master`` names a row that exists and is itself a master (seed
-000's star: one hop to the master, never a chain). ``component_agreement``: every profile of a
+``master_references``: every ``s:master`` names a row that exists and is itself a master (a
+star: one hop to the master, never a chain). ``component_agreement``: every profile of a
 component returns the same segments and counters, and names the component's master — the
 promise of compaction that any id gives the whole picture.
 """

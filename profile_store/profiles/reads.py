@@ -66,7 +66,7 @@ from profile_store.profiles.table import (
 )
 
 MAX_IDS = 1000
-"""Most ids in one ``segments_many`` call (a bidder sends about 25 at once)."""
+"""Most ids in one ``segments_many`` call (a bidder sends 25)."""
 MAX_PAGE_SIZE = 1000
 MAX_LINKED = 1000
 MAX_ID_BYTES = 1024
@@ -82,7 +82,7 @@ LINKED_COLUMNS = [TYPE, MASTER, DEVICES, ASSOCIATIONS]
 MASTERS_FILTER = (
     "SingleColumnValueFilter('s', 'master', =, 'binary:', false, true) AND KeyOnlyFilter()"
 )
-"""Keeps rows WITHOUT ``s:master`` (a master's is suppressed, not empty): a row whose
+"""Keeps rows WITHOUT ``s:master`` (a master's is suppressed): a row whose
 ``s:master`` holds an id fails the ``= ''`` comparison and is dropped on the server; a missing
 column passes (``filterIfMissing`` false). ``s:master`` must be among the scanned columns, or
 the filter never sees it. The key-only part keeps the reply to row keys."""
@@ -346,7 +346,7 @@ class ProfileReader:
     def linked_profiles(self, id: str, limit: int = 100) -> LinkedProfiles | None:
         """The other ids of ``id``'s person from its ``a:`` family; None if unknown. 1 round trip.
 
-        Compaction caps ``a:`` (a guard against super nodes), so the row is read whole and cut to
+        Compaction caps ``a:`` (a super-node guard), so the row is read whole and cut to
         ``limit`` here; ``truncated`` says the person (``s:devices``) has more ids than listed.
         """
         _check_id("id", id)
@@ -367,7 +367,7 @@ class ProfileReader:
         )
 
     def masters(self, page_size: int = 100, after: str | None = None) -> MastersPage:
-        """A page of master ids: the unique persons. 3-4 round trips.
+        """A page of master ids (the unique persons). 3-4 round trips.
 
         One scanner over ``p|`` filtered on the server (``MASTERS_FILTER``), so non-master rows
         never cross the wire. It asks for one row more than ``page_size`` to know whether another

@@ -1,4 +1,4 @@
-"""The README's walkthrough on real data: CDNOW's purchase log, imported and answered.
+"""The walkthrough of docs/importing.md on real data: CDNOW's purchase log, imported and answered.
 
 The source is ``CDNOW_master.txt`` as the ``lifetimes`` package ships it (MIT). Its first two
 days are imported with ``examples/cdnow.yaml``, run through every asset and check with

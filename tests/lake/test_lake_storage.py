@@ -161,3 +161,18 @@ def test_the_first_day_partition_comes_from_the_environment():
 def test_a_start_date_that_is_not_a_date_names_the_variable():
     with pytest.raises(ValueError, match=r"PROFILES_START_DATE: expected a date as YYYY-MM-DD"):
         start_date_from_env({"PROFILES_START_DATE": "Nov 1"})
+
+
+def test_outside_dagster_the_environment_names_a_directory_or_an_s3_prefix(
+    tmp_path, s3_client, s3_endpoint
+):
+    local = LakeSettings.from_env({"PROFILES_LAKE_ROOT": str(tmp_path / "lake")}).storage()
+    assert isinstance(local, LocalLakeStorage) and local.root == str(tmp_path / "lake")
+    s3 = LakeSettings.from_env(
+        {"PROFILES_S3_ENDPOINT_URL": s3_endpoint, "AWS_REGION": "us-east-1"},
+        root="s3://lake-bucket/stream",
+    ).storage()
+    s3.write_bytes("landing/date=2026-11-01/_SUCCESS", b"")
+    assert s3_client.list_objects_v2(Bucket="lake-bucket")["Contents"][0]["Key"] == (
+        "stream/landing/date=2026-11-01/_SUCCESS"
+    )
