@@ -24,9 +24,11 @@ $(DAGSTER_HOME)/dagster.yaml: examples/dagster.local.yaml
 demo: java $(BIN)/.installed $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/python -m profile_assets.demo
 
+# ruff, and import-linter's contracts (.importlinter): the layers, top to bottom.
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 test: java lint
 	@command -v mvn >/dev/null 2>&1 || { echo "the conformance suite starts a real Apache HBase whose jars Maven resolves: install Maven first (Debian: apt-get install -y maven)"; exit 1; }
@@ -44,17 +46,17 @@ ui: java $(BIN)/.installed $(DAGSTER_HOME)/dagster.yaml
 # pipeline at it.
 hbase: java $(BIN)/.installed
 	@command -v mvn >/dev/null 2>&1 || { echo "Apache HBase's jars are resolved by Maven: install it first (Debian: apt-get install -y maven)"; exit 1; }
-	$(BIN)/python -m profile_store.apache_hbase --data-dir data/apache-hbase --port 9090
+	$(BIN)/python -m profile_store.cli.launchers apache-hbase --data-dir data/apache-hbase --port 9090
 
 # A real Apache Kafka (one KRaft node, client port 9092) until Ctrl-C, for the real-time path; the
 # first run resolves its jars with Maven into ~/.cache/adtech-profiles. It prints the variable
 # that points the project at it.
 kafka: java $(BIN)/.installed
 	@command -v mvn >/dev/null 2>&1 || { echo "Apache Kafka's jars are resolved by Maven: install it first (Debian: apt-get install -y maven)"; exit 1; }
-	$(BIN)/python -m profile_store.launchers.kafka_broker --data-dir data/kafka --port 9092
+	$(BIN)/profiles kafka --data-dir data/kafka --port 9092
 
 spark-cluster: java $(BIN)/.installed
-	$(BIN)/python -m profile_store.spark_standalone --work-dir data/spark-standalone
+	$(BIN)/python -m profile_store.cli.launchers spark-standalone --work-dir data/spark-standalone
 
 clean:
 	rm -rf data .dagster_home

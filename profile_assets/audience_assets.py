@@ -25,7 +25,7 @@ from profile_store.audiences.attribute_stats import (
 from profile_store.audiences.day_sketches import build_day_sketches
 from profile_store.audiences.sketch_rows import MAX_PAIR_ROWS
 from profile_store.audiences.sketch_table import SKETCH_TABLE
-from profile_store.lake_layout import (
+from profile_store.lake.layout import (
     ATTRIBUTE_STATS,
     TRIMMED_ATTRIBUTES,
     day_dir,

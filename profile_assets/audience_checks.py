@@ -28,7 +28,7 @@ from profile_store.audiences.accuracy import (
 from profile_store.audiences.accuracy_run import run_accuracy
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.sketch_table import SKETCH_TABLE
-from profile_store.lake_layout import AUDIENCE_SKETCHES, TRIMMED_ATTRIBUTES, day_dir, events_day
+from profile_store.lake.layout import AUDIENCE_SKETCHES, TRIMMED_ATTRIBUTES, day_dir, events_day
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource
 

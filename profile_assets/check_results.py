@@ -26,3 +26,14 @@ def nothing_to_judge(reason: str, **metadata: object) -> AssetCheckResult:
         description=f"nothing to judge: {reason}",
         metadata={NOTHING_TO_JUDGE: reason, **metadata},
     )
+
+
+def problems_found(found: list[str], all_well: str, /, **metadata: object) -> AssetCheckResult:
+    """A check that looks for problems: it passes when there is none, and its description names
+    the first three (the metadata holds the rest)."""
+    return AssetCheckResult(
+        passed=not found,
+        severity=AssetCheckSeverity.ERROR,
+        description="; ".join(found[:3]) or all_well,
+        metadata=metadata,
+    )

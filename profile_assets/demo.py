@@ -12,8 +12,8 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
-from profile_store.cli_conventions import iso_date, positive_int, whole_number
-from profile_store.lake_layout import LANDING
+from profile_store.cli.argument_types import iso_date, positive_int, whole_number
+from profile_store.lake.layout import LANDING
 from resources.lake import LakeResource
 
 DEFAULT_START = date(2026, 11, 1)
@@ -111,7 +111,7 @@ def _activate_demo_audience() -> None:
     that each day's run delivers its members to the profiles as a segment."""
     from profile_store.audiences.saved import AUDIENCE_TABLE, Activation, SavedAudiences
     from profile_store.audiences.saved import ensure_table as ensure_audience_table
-    from profile_store.hbase_client import table_opener
+    from profile_store.hbase.pool import table_opener
     from resources import resources_from_env
 
     shop = "com.shopfast.android"
@@ -159,9 +159,9 @@ def _print_profiles(lake_root: Path, days: list[date], persons: int = 3) -> None
     """A few persons of several ids, each read back from HBase through every one of its ids."""
     import pyarrow.parquet as pq
 
-    from profile_store.hbase_client import table_opener
+    from profile_store.hbase.pool import table_opener
     from profile_store.identity.pipeline import latest_assignment_dir
-    from profile_store.lake_storage import LocalLakeStorage
+    from profile_store.lake.storage import LocalLakeStorage
     from profile_store.profiles.pipeline import end_of_day_ms
     from profile_store.profiles.reads import ProfileReader
     from profile_store.profiles.table import PROFILE_TABLE
@@ -207,7 +207,7 @@ def _print_profiles(lake_root: Path, days: list[date], persons: int = 3) -> None
 def _demo_segment_members(lake_root: Path, day: date) -> set[str]:
     import pyarrow.parquet as pq
 
-    from profile_store.lake_layout import AUDIENCE_ACTIVATIONS, day_dir
+    from profile_store.lake.layout import AUDIENCE_ACTIVATIONS, day_dir
 
     area = lake_root / day_dir(AUDIENCE_ACTIVATIONS, day)
     if not area.exists():
@@ -221,8 +221,8 @@ def _person_to_forget(lake_root: Path) -> list[str]:
     import pyarrow.parquet as pq
 
     from profile_store.identity.pipeline import latest_assignment_dir
-    from profile_store.lake_layout import IDENTITY_PROFILES
-    from profile_store.lake_storage import LocalLakeStorage
+    from profile_store.lake.layout import IDENTITY_PROFILES
+    from profile_store.lake.storage import LocalLakeStorage
 
     components: dict[str, list[str]] = {}
     latest = latest_assignment_dir(LocalLakeStorage(lake_root))
@@ -242,7 +242,7 @@ def _forget_a_person(lake_root: Path, instance) -> bool:
     from profile_assets.demo_progress import run_partition
     from profile_store.erasure.forget import forget
     from profile_store.erasure.requests import GivenId
-    from profile_store.hbase_client import table_opener
+    from profile_store.hbase.pool import table_opener
     from profile_store.profiles.reads import ProfileReader
     from profile_store.profiles.table import PROFILE_TABLE
     from resources import resources_from_env

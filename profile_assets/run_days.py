@@ -20,7 +20,7 @@ import time
 from datetime import date, timedelta
 from pathlib import Path
 
-from profile_store.cli_conventions import iso_date
+from profile_store.cli.argument_types import iso_date
 
 DEFAULT_HOME = ".dagster_home"
 

@@ -21,9 +21,14 @@ server-side filters of multi-attribute scans never select them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+
+import happybase
+
+from profile_store.hbase.pool import table_opener
 
 SKETCH_TABLE = "sketches"
 FAMILIES = {"s": {"max_versions": 1}, "a": {"max_versions": 1}, "m": {"max_versions": 1}}
@@ -101,3 +106,10 @@ def delete_rows(table, keys: Iterable[bytes], batch_size: int = 500) -> int:
             batch.delete(key)
             deleted += 1
     return deleted
+
+
+def sketch_table_opener(
+    pool: happybase.ConnectionPool, table_name: str = SKETCH_TABLE
+) -> Callable[[], contextlib.AbstractContextManager[happybase.Table]]:
+    """``table_opener`` of the sketch table, the one ``AudienceEngine`` reads."""
+    return table_opener(pool, table_name)

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from profile_store.events.id_case import normalize_id
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
 
 REQUESTS = "erasure/requests"
 PROFILE_ID = "profile"

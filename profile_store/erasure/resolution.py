@@ -41,13 +41,13 @@ from profile_store.erasure.requests import (
 from profile_store.events.id_case import USER_ID_CASE, case_of, normalize_id
 from profile_store.identity.pipeline import latest_assignment_dir
 from profile_store.identity.rules import DEFAULT_BLOCKLIST, FUZZY_IP_UA, MEMBER_ID
-from profile_store.lake_layout import (
+from profile_store.lake.layout import (
     IDENTITY_EDGES,
     IDENTITY_KEYS,
     IDENTITY_PROFILES,
     IDENTITY_QUARANTINE,
 )
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
 
 DEFAULT_WEIGHT_THRESHOLD = 0.9
 """The components' default threshold (``identity_components``, ``CompactionConfig``)."""

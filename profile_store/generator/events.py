@@ -141,8 +141,8 @@ def day_events(
 
 
 def _per_device(values: pa.StringArray, device: np.ndarray) -> pa.DictionaryArray:
-    """A device's string for each event, without a copy per event (a day of 2M events would
-    hold ~250 MB of repeated user agents); landing lines decode it a part at a time."""
+    """A device's string for each event, without a copy per event (a large day would hold
+    its user agents once per event); landing lines decode it a part at a time."""
     return pa.DictionaryArray.from_arrays(pa.array(device, type=pa.int32()), values)
 
 

@@ -100,30 +100,25 @@ def build_population(seed: int, sizes: list[int]) -> Population:
     def cat_arrow(name: str) -> pa.Array:
         return pa.concat_arrays([part[name] for part in parts])
 
+    def cat_shifted(name: str, offsets: np.ndarray) -> np.ndarray:
+        """Indices local to each cohort, shifted to index the whole population."""
+        shifted = [part[name] + offset for part, offset in zip(parts, offsets, strict=True)]
+        return np.concatenate(shifted)
+
     return Population(
         person_id=cat_arrow("person_id"),
         first_day=cat("first_day"),
         activity=cat("activity"),
         member_id=cat_arrow("member_id"),
         email_sha256=cat_arrow("email_sha256"),
-        device_person=np.concatenate(
-            [
-                part["device_person"] + offset
-                for part, offset in zip(parts, person_offsets, strict=True)
-            ]
-        ),
+        device_person=cat_shifted("device_person", person_offsets),
         user_id=cat_arrow("user_id"),
         id_type=cat("id_type"),
         ip=cat_arrow("ip"),
         user_agent=cat_arrow("user_agent"),
         login_rate=cat("login_rate"),
         email_rate=cat("email_rate"),
-        install_device=np.concatenate(
-            [
-                part["install_device"] + offset
-                for part, offset in zip(parts, device_offsets, strict=True)
-            ]
-        ),
+        install_device=cat_shifted("install_device", device_offsets),
         install_app=cat("install_app"),
         install_share=cat("install_share"),
         carrier_ips=_carrier_ips(ids_rng),

@@ -1,6 +1,6 @@
 """The identity graph over the lake: one day's edges, and one day's component update.
 
-Areas (``profile_store.lake_layout``): ``identity_keys``, ``identity_profiles``,
+Areas (``profile_store.lake.layout``): ``identity_keys``, ``identity_profiles``,
 ``identity_edges``, ``identity_quarantine`` per day; ``identity_components/date=D`` the
 assignment after day D, and ``identity_components/_LATEST`` the name of the latest one (a
 pointer, not a copy: rewriting millions of rows to a second place would double a day's writes).
@@ -36,7 +36,7 @@ from profile_store.identity.incremental import (
 )
 from profile_store.identity.keys import day_keys, day_profiles, profiles_first_seen
 from profile_store.identity.rules import BridgingRules
-from profile_store.lake_layout import (
+from profile_store.lake.layout import (
     IDENTITY_COMPONENTS,
     IDENTITY_COMPONENTS_LATEST,
     IDENTITY_EDGES,
@@ -46,7 +46,7 @@ from profile_store.lake_layout import (
     day_dir,
     events_day,
 )
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
 
 _DATE = StructField("date", DateType())
 KEYS_SCHEMA = StructType(

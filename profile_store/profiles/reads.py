@@ -227,7 +227,7 @@ def live_segments(now_ms: int, *expiries: Mapping[str, int]) -> dict[str, int]:
 class ProfileReader:
     """Reads the ``profiles`` table; ``open_table`` yields a happybase table per call.
 
-    Stateless apart from ``open_table`` (e.g. ``hbase_client.table_opener(pool, "profiles")``),
+    Stateless apart from ``open_table`` (e.g. ``hbase.pool.table_opener(pool, "profiles")``),
     so one reader serves every thread of a service.
     """
 

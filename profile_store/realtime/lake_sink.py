@@ -58,9 +58,9 @@ from confluent_kafka import (
 
 from profile_store.event_bus.consumer import MessageBatch, batch_consumer, consume_batch
 from profile_store.event_bus.settings import EventBusSettings
-from profile_store.lake_layout import LANDING, SUCCESS_MARKER, landing_day
-from profile_store.lake_storage import LakeStorage
-from profile_store.landing_watch import is_landing_data
+from profile_store.lake.landing_watch import is_landing_data
+from profile_store.lake.layout import LANDING, SUCCESS_MARKER, landing_day
+from profile_store.lake.storage import LakeStorage
 from profile_store.realtime.event_days import day_text, event_days, landing_lines
 
 logger = logging.getLogger(__name__)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import RIVAL_KEY, SHOP_KEY
+from known_audience import RIVAL_KEY, SHOP_KEY
 
 from profile_store.audiences.discovery import NotBuilt, app_catalog, event_attributes
 from profile_store.audiences.sketch_table import SKETCH_TABLE

@@ -23,7 +23,7 @@ from profile_store.erasure.resolution import IdentityGraph
 from profile_store.generator import catalog
 from profile_store.generator.lake import generate_lake
 from profile_store.identity.pipeline import latest_assignment_dir
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.storage import LocalLakeStorage
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 

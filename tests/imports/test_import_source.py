@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from profile_store.events.ingest import ingest_day
-from profile_store.imports.cli import import_source, next_steps
 from profile_store.imports.mapping import parse_mapping
-from profile_store.lake_layout import landing_day
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.imports.source_import import import_source, next_steps
+from profile_store.lake.layout import landing_day
+from profile_store.lake.storage import LocalLakeStorage
 
 CLICKS = """ip,app,device,os,channel,click_time
 83230,3,1,13,379,2017-11-06 14:32:21
@@ -257,7 +257,7 @@ def test_days_inside_the_partitions_need_no_start_date():
 
 
 def test_the_command_names_a_bad_mapping_key_and_exits_2(tmp_path, capsys):
-    from profile_store.cli import main
+    from profile_store.cli.main import main
 
     (tmp_path / "m.yaml").write_text("app_id: app\n")
     code = main(["import", str(tmp_path / "x.csv"), "--mapping", str(tmp_path / "m.yaml")])
@@ -265,8 +265,19 @@ def test_the_command_names_a_bad_mapping_key_and_exits_2(tmp_path, capsys):
     assert "event_type: required" in capsys.readouterr().err
 
 
+def test_the_command_names_a_bad_start_date_and_exits_2(tmp_path, capsys, monkeypatch):
+    from profile_store.cli.main import main
+
+    monkeypatch.setenv("PROFILES_START_DATE", "Nov 1")
+    (tmp_path / "m.json").write_text(json.dumps(CLICK_MAPPING))
+    args = ["import", str(tmp_path / "x.csv"), "--mapping", str(tmp_path / "m.json")]
+    assert main([*args, "--lake", str(tmp_path / "lake")]) == 2
+    assert "PROFILES_START_DATE: expected a date as YYYY-MM-DD" in capsys.readouterr().err
+    assert not (tmp_path / "lake").exists()
+
+
 def test_the_command_names_a_missing_source_and_exits_2(spark, tmp_path, capsys):
-    from profile_store.cli import main
+    from profile_store.cli.main import main
 
     (tmp_path / "m.json").write_text(json.dumps(CLICK_MAPPING))
     missing = str(tmp_path / "nowhere.csv")
@@ -276,7 +287,7 @@ def test_the_command_names_a_missing_source_and_exits_2(spark, tmp_path, capsys)
 
 
 def test_the_command_exits_2_when_no_time_parses_with_the_format(spark, tmp_path, capsys):
-    from profile_store.cli import main
+    from profile_store.cli.main import main
 
     (tmp_path / "clicks.csv").write_text("ip,app,click_time\n1,3,06/11/2017 14:32\n")
     mapping = {**CLICK_MAPPING, "attributes": []}
