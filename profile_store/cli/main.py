@@ -12,9 +12,12 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import json
 import sys
 from collections.abc import Sequence
 from importlib.metadata import EntryPoint, PackageNotFoundError, entry_points, version
+
+from profile_store.settings.definitions import SettingError, check_environment
 
 COMMAND_GROUP = "profiles.commands"
 COMMAND_MODULES = (
@@ -86,5 +89,13 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    args = build_parser(argv).parse_args(argv)
+    try:  # the Dagster layer's commands check the settings when their module is imported
+        args = build_parser(argv).parse_args(argv)
+        check_environment()  # before the command does any work
+    except SettingError as error:
+        if "--json" in argv:
+            print(json.dumps({"error": "invalid_setting", "message": str(error)}), file=sys.stderr)
+        else:
+            print(f"profiles {asked_command(argv)}: {error}", file=sys.stderr)
+        return 2
     return int(args.func(args) or 0)
