@@ -162,11 +162,18 @@ def table_pool(args: argparse.Namespace, table: str) -> Iterator[happybase.Conne
 
 
 def fail(
-    args: argparse.Namespace, code: int, error: str, message: str, path: str | None = None
+    args: argparse.Namespace,
+    code: int,
+    error: str,
+    message: str,
+    path: str | None = None,
+    details: dict[str, Any] | None = None,
 ) -> int:
-    """Print the error (JSON with ``--json``, else one line) on stderr; returns ``code``."""
+    """Print the error (JSON with ``--json``, ``details`` beside its fields, else one line) on
+    stderr; returns ``code``."""
     if getattr(args, "as_json", False):  # a command without --json prints the line
-        print(json.dumps({"error": error, "message": message, "path": path}), file=sys.stderr)
+        body = {"error": error, "message": message, "path": path, **(details or {})}
+        print(json.dumps(body), file=sys.stderr)
     elif path:
         print(f"query error at {path}: {message}", file=sys.stderr)
     else:

@@ -70,6 +70,7 @@ class ApiError(Exception):
         message: str,
         path: str | None = None,
         headers: dict[str, str] | None = None,
+        details: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -77,6 +78,8 @@ class ApiError(Exception):
         self.message = message
         self.path = path
         self.headers = headers
+        self.details = details
+        """Fields the body carries beside ``error``, ``message`` and ``path``."""
 
 
 def printable(text: str) -> str:
@@ -90,11 +93,14 @@ def error_response(
     message: str,
     path: str | None = None,
     headers: dict[str, str] | None = None,
+    details: dict[str, Any] | None = None,
 ) -> JSONResponse:
     body = ErrorResponse(
         error=error, message=printable(message), path=None if path is None else printable(path)
     )
-    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+    return JSONResponse(
+        {**body.model_dump(), **(details or {})}, status_code=status, headers=headers
+    )
 
 
 def error_doc(description: str) -> dict[str, Any]:
@@ -130,7 +136,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.error, exc.message, exc.path, exc.headers)
+        return error_response(
+            exc.status, exc.error, exc.message, exc.path, exc.headers, exc.details
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:

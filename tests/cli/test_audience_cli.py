@@ -100,9 +100,20 @@ def test_an_unanswerable_query_exits_2_naming_the_json_path(tmp_path, hbase_flag
     code = cli.main(["estimate", write_query(tmp_path, tree), *hbase_flags])
     assert code == 2
     assert capsys.readouterr().err.startswith(
-        "query error at $.attributes.order_id: attribute 'order_id' of com.shop/purchase was "
-        "trimmed or never seen on 2026-11-01, 2026-11-02"
+        "query error at $.attributes.order_id: attribute 'order_id' of com.shop/purchase cannot "
+        "be filtered on: never seen on 2026-11-01, 2026-11-02"
     )
+
+
+def test_with_json_a_refusal_carries_its_causes_and_the_answerable_range(
+    tmp_path, hbase_flags, capsys
+):
+    tree = leaf("install", date_to="2026-11-03")
+    code = cli.main(["estimate", write_query(tmp_path, tree), "--json", *hbase_flags])
+    error = json.loads(capsys.readouterr().err)
+    assert code == 2 and error["error"] == "unanswerable_query"
+    assert [cause["reason"] for cause in error["causes"]] == ["not_built"]
+    assert error["answerable_range"] == {"date_from": "2026-11-01", "date_to": "2026-11-02"}
 
 
 def test_with_json_an_error_is_a_json_object_on_stderr(tmp_path, hbase_flags, capsys):
