@@ -98,6 +98,7 @@ def run_partition(job, day: str | None, instance, tags: dict[str, str] | None = 
     checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
     return {
         "success": result.success,
+        "failed_steps": [event.step_key for event in result.get_step_failure_events()],
         "run_id": result.run_id,
         "assets": materialized,
         "checks": checks,

@@ -53,6 +53,7 @@ def _row(
     combination: dict[str, str] | None = None,
     kept: list[str] | None = None,
     marginal: tuple[str, str] | None = None,
+    trimmed: dict | None = None,
 ) -> dict:
     theta = update_theta_sketch(12)
     counts = update_tuple_sketch(AccumulatorPolicy(), 12)
@@ -75,13 +76,20 @@ def _row(
         "users_estimate": float(len(events_by_user)),
         "combination": [{"key": k, "value": v} for k, v in (combination or {}).items()],
         "kept_attributes": kept,
+        "trimmed_attributes": None if kept is None else json.dumps(trimmed or {}),
     }
 
 
-def _day_rows(
-    app: str, event: str, day: date, groups: dict[str, dict[str, int]], kept: list[str]
+def day_rows(
+    app: str,
+    event: str,
+    day: date,
+    groups: dict[str, dict[str, int]],
+    kept: list[str],
+    trimmed: dict | None = None,
 ) -> list[dict]:
-    """The aggregate row and one row per combination; ``groups`` maps 'name=value' to users.
+    """The aggregate row and one row per combination; ``groups`` maps 'name=value' to users;
+    ``trimmed``: the aggregate row's trimmed attributes with their figures.
 
     With one attribute, each combination's marginal row holds the same users.
     """
@@ -95,7 +103,7 @@ def _day_rows(
             rows.append(_row(app, event, day, users, combination={name: value}))
             rows.append(_row(app, event, day, users, marginal=(name, value)))
     markers = [_kept_marker(app, event, day, name) for name in kept]
-    return [_row(app, event, day, everyone, kept=kept), *rows, *markers]
+    return [_row(app, event, day, everyone, kept=kept, trimmed=trimmed), *rows, *markers]
 
 
 def _kept_marker(app: str, event: str, day: date, attribute: str) -> dict:
@@ -107,9 +115,9 @@ def audience_rows() -> list[dict]:
     """The rows of the data set in the module docstring."""
     purchases_day_1 = {f"u{i}": 3 if i < 5 else 1 for i in range(20)}
     return [
-        *_day_rows("com.shop", "install", DAY_1, {"": {f"u{i}": 1 for i in range(60)}}, []),
-        *_day_rows("com.shop", "install", DAY_2, {"": {f"u{i}": 1 for i in range(40, 100)}}, []),
-        *_day_rows(
+        *day_rows("com.shop", "install", DAY_1, {"": {f"u{i}": 1 for i in range(60)}}, []),
+        *day_rows("com.shop", "install", DAY_2, {"": {f"u{i}": 1 for i in range(40, 100)}}, []),
+        *day_rows(
             "com.shop",
             "purchase",
             DAY_1,
@@ -119,14 +127,14 @@ def audience_rows() -> list[dict]:
             },
             ["color"],
         ),
-        *_day_rows(
+        *day_rows(
             "com.shop",
             "purchase",
             DAY_2,
             {"color=red": {f"u{i}": 1 for i in range(20, 30)}},
             ["color"],
         ),
-        *_day_rows("com.rival", "install", DAY_1, {"": {f"r{i}": 1 for i in range(10)}}, []),
+        *day_rows("com.rival", "install", DAY_1, {"": {f"r{i}": 1 for i in range(10)}}, []),
     ]
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from profile_store.audiences.admission import admissible_query
+from profile_store.audiences.answerable import UnanswerableQuery
 from profile_store.audiences.engine import AudienceEngine, AudienceEstimate
 from profile_store.audiences.query import QueryError
 from profile_store.audiences.sketch_table import SKETCH_TABLE, sketch_table_opener
@@ -98,7 +99,10 @@ def run_estimate(args: argparse.Namespace) -> int:
     try:
         with table_pool(args, SKETCH_TABLE) as pool:
             answer = AudienceEngine(sketch_table_opener(pool)).estimate(tree)
-    except QueryError as exc:  # valid, but the sketches cannot answer it (as HTTP's 422)
+    except UnanswerableQuery as exc:  # valid, but the sketches cannot answer it (HTTP's 422)
+        details = exc.details()
+        return fail(args, EXIT_INPUT, "unanswerable_query", exc.problem, exc.path, details)
+    except QueryError as exc:
         return fail(args, EXIT_INPUT, "unanswerable_query", exc.problem, exc.path)
     if args.as_json:
         print(json.dumps(answer.to_dict()))

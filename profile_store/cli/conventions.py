@@ -20,14 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import happybase
-import pyarrow as pa
 from thriftpy2.thrift import TException
 
 from profile_store.cli.argument_types import positive_int
 from profile_store.hbase.pool import hbase_pool
 from profile_store.hbase.settings import PROTOCOLS, TRANSPORTS, HBaseSettings
 from profile_store.hbase_gateway.process import GatewayStartError
-from profile_store.hbase_gateway.store import DB_FILE
 
 EXIT_OK = 0
 EXIT_FAILURE = 1  # HBase unusable, or the server could not start
@@ -76,6 +74,8 @@ def require_table_store(settings: HBaseSettings, table: str) -> None:
     Starting the gateway there would create an empty store (a stray ``data/hbase`` wherever the
     command was run) only to answer "table not found".
     """
+    from profile_store.hbase_gateway.store import DB_FILE  # the gateway's store, when used
+
     if settings.embedded and not (Path(settings.data_dir) / DB_FILE).exists():
         raise MissingTable(missing_table_message(settings, table))
 
@@ -162,16 +162,29 @@ def table_pool(args: argparse.Namespace, table: str) -> Iterator[happybase.Conne
 
 
 def fail(
-    args: argparse.Namespace, code: int, error: str, message: str, path: str | None = None
+    args: argparse.Namespace,
+    code: int,
+    error: str,
+    message: str,
+    path: str | None = None,
+    details: dict[str, Any] | None = None,
 ) -> int:
-    """Print the error (JSON with ``--json``, else one line) on stderr; returns ``code``."""
+    """Print the error (JSON with ``--json``, ``details`` beside its fields, else one line) on
+    stderr; returns ``code``."""
     if getattr(args, "as_json", False):  # a command without --json prints the line
-        print(json.dumps({"error": error, "message": message, "path": path}), file=sys.stderr)
+        body = {"error": error, "message": message, "path": path, **(details or {})}
+        print(json.dumps(body), file=sys.stderr)
     elif path:
         print(f"query error at {path}: {message}", file=sys.stderr)
     else:
         print(f"error: {message}", file=sys.stderr)
     return code
+
+
+def _is_arrow_failure(exc: Exception) -> bool:
+    """An Arrow error reading the lake; Arrow is loaded only by the commands that read it."""
+    arrow = sys.modules.get("pyarrow")
+    return arrow is not None and isinstance(exc, arrow.ArrowException)
 
 
 Command = Callable[..., int]
@@ -203,8 +216,10 @@ def reports_failures(table: str) -> Callable[[Command], Command]:
                     where = missing_table_message(settings_from_args(args), table)
                     return fail(args, EXIT_FAILURE, "table_not_found", where)
                 return fail(args, EXIT_FAILURE, "hbase_unavailable", f"HBase: {exc}")
-            except pa.ArrowException as exc:
-                return fail(args, EXIT_FAILURE, "lake_unreadable", f"lake: {exc}")
+            except Exception as exc:
+                if _is_arrow_failure(exc):
+                    return fail(args, EXIT_FAILURE, "lake_unreadable", f"lake: {exc}")
+                raise
 
         return run
 

@@ -26,9 +26,6 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 
-from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
-from profile_store.audiences.saved import ensure_table as ensure_audience_table
 from profile_store.audiences.sketch_table import SKETCH_TABLE, sketch_table_opener
 from profile_store.cli.argument_types import port_number
 from profile_store.cli.conventions import (
@@ -40,16 +37,6 @@ from profile_store.cli.conventions import (
     settings_from_args,
     shorten_usage,
 )
-from profile_store.erasure.requests import max_profiles_from_env
-from profile_store.hbase.pool import hbase_pool, table_opener
-from profile_store.lake.settings import LakeSettings
-from profile_store.profiles.reads import ProfileReader, key_types_from_env
-from profile_store.profiles.table import PROFILE_TABLE
-from profile_store.service.conventions import body_timeout_s
-from profile_store.service.metrics import serve_metrics
-from profile_store.service.routes.erasure import ErasureDesk
-from profile_store.service.server import deadline_protocol, header_timeout_s
-from profile_store.service.tenants import TenantConfigError, Tenants
 
 logger = logging.getLogger(__name__)
 
@@ -107,9 +94,24 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
 
 @reports_failures(SKETCH_TABLE)
 def run_serve(args: argparse.Namespace) -> int:
+    # The service's stack is imported here, not at the top: ``profiles audience`` registers
+    # ``audience serve`` through this module, and its read commands must not pay for it.
     import uvicorn
 
+    from profile_store.audiences.engine import AudienceEngine
+    from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
+    from profile_store.audiences.saved import ensure_table as ensure_audience_table
+    from profile_store.erasure.requests import max_profiles_from_env
+    from profile_store.hbase.pool import hbase_pool, table_opener
+    from profile_store.lake.settings import LakeSettings
+    from profile_store.profiles.reads import ProfileReader, key_types_from_env
+    from profile_store.profiles.table import PROFILE_TABLE
     from profile_store.service.app import create_app
+    from profile_store.service.conventions import body_timeout_s
+    from profile_store.service.metrics import serve_metrics
+    from profile_store.service.routes.erasure import ErasureDesk
+    from profile_store.service.server import deadline_protocol, header_timeout_s
+    from profile_store.service.tenants import TenantConfigError, Tenants
 
     try:
         tenants = Tenants.from_file(args.tenants)

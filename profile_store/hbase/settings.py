@@ -14,6 +14,8 @@ from typing import Any
 
 import happybase
 
+from profile_store.settings.definitions import HBASE_GATEWAY_WORKERS, HBASE_THRIFT_PORT
+
 TRANSPORTS = ("buffered", "framed")
 PROTOCOLS = ("binary", "compact")
 DEFAULT_DATA_DIR = "data/hbase"
@@ -29,7 +31,8 @@ ENV_VARS = {
 }
 """Environment variable of each setting (the same names the Dagster resource reads)."""
 
-_INT_SETTINGS = {"port", "pool_size", "timeout_ms", "gateway_workers"}
+_DEFINED = {"port": HBASE_THRIFT_PORT, "gateway_workers": HBASE_GATEWAY_WORKERS}
+"""The settings read through their definition (type and range)."""
 
 
 @dataclass(frozen=True)
@@ -92,9 +95,9 @@ class HBaseSettings:
         env = os.environ if environ is None else environ
         values: dict[str, Any] = {}
         for name, var in ENV_VARS.items():
-            raw = env.get(var)
-            if raw:
-                values[name] = _int_setting(var, raw) if name in _INT_SETTINGS else raw
+            value = _DEFINED[name].read(env) if name in _DEFINED else env.get(var)
+            if value not in (None, ""):
+                values[name] = value
         known = {f.name for f in fields(cls)}
         unknown = sorted(set(overrides) - known)
         if unknown:
@@ -111,10 +114,3 @@ class HBaseSettings:
         if self.embedded:
             return f"embedded gateway over {self.data_dir}"
         return f"{self.host}:{self.port} ({self.transport}/{self.protocol})"
-
-
-def _int_setting(var: str, raw: str) -> int:
-    try:
-        return int(raw)
-    except ValueError:
-        raise ValueError(f"{var} must be an integer, got {raw!r}") from None

@@ -23,8 +23,6 @@ from typing import IO
 import profile_store
 from profile_store.launchers.child_processes import stop_process
 
-from .workers import default_workers
-
 _PACKAGE_ROOT = str(Path(profile_store.__file__).resolve().parent.parent)
 
 
@@ -82,7 +80,12 @@ class EmbeddedGateway:
         self.requested_metrics_port = metrics_port
         self.metrics_port: int | None = None
         self.server_args = tuple(server_args)
-        self.workers = default_workers() if workers is None else workers
+        if workers is None:
+            # Here, not at the top: a client starting the gateway loads none of the server.
+            from .workers import default_workers
+
+            workers = default_workers()
+        self.workers = workers
         if self.workers < 1:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
         self.host = host

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from datetime import date
 
 from profile_store.lake.storage import LakeStorage, LocalLakeStorage, S3LakeStorage
+from profile_store.settings.definitions import START_DATE
 
 DEFAULT_LAKE_ROOT = "data/lake"
-START_DATE_ENV = "PROFILES_START_DATE"
-DEFAULT_START_DATE = "2026-11-01"
+START_DATE_ENV = START_DATE.name
 S3_MAX_ATTEMPTS = 5
 """Attempts of each S3 call in boto3's standard retry mode (dagster-aws's default before)."""
 
@@ -69,8 +69,4 @@ class LakeSettings:
 
 def start_date_from_env(env: Mapping[str, str] | None = None) -> date:
     """The first day partition (``PROFILES_START_DATE``, YYYY-MM-DD)."""
-    text = (os.environ if env is None else env).get(START_DATE_ENV) or DEFAULT_START_DATE
-    try:
-        return date.fromisoformat(text)
-    except ValueError:
-        raise ValueError(f"{START_DATE_ENV}: expected a date as YYYY-MM-DD, got {text!r}") from None
+    return START_DATE.read(env)

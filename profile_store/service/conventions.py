@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from http import HTTPStatus
 from typing import Annotated, Any
@@ -29,6 +28,7 @@ from thriftpy2.transport import TTransportException
 
 from profile_store.service.metrics import record_hbase_error
 from profile_store.service.tenants import Tenant, Tenants
+from profile_store.settings.definitions import HTTP_BODY_TIMEOUT_SECONDS
 
 logger = logging.getLogger(__name__)
 
@@ -36,8 +36,8 @@ API_KEY_HEADER = "X-API-Key"
 NOT_BLANK = "[^" + "".join(f"\\u{c:04x}" for c in range(0x3001) if chr(c).isspace()) + "]"
 """A JSON Schema pattern: some character that is not whitespace to Python's ``str.strip``,
 which is how the service tells a blank text (``\\S`` would differ on a few characters)."""
-BODY_TIMEOUT_VARIABLE = "PROFILES_HTTP_BODY_TIMEOUT_SECONDS"
-DEFAULT_BODY_TIMEOUT_S = 30.0
+BODY_TIMEOUT_VARIABLE = HTTP_BODY_TIMEOUT_SECONDS.name
+DEFAULT_BODY_TIMEOUT_S = HTTP_BODY_TIMEOUT_SECONDS.default
 
 
 class ErrorResponse(BaseModel):
@@ -70,6 +70,7 @@ class ApiError(Exception):
         message: str,
         path: str | None = None,
         headers: dict[str, str] | None = None,
+        details: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -77,6 +78,8 @@ class ApiError(Exception):
         self.message = message
         self.path = path
         self.headers = headers
+        self.details = details
+        """Fields the body carries beside ``error``, ``message`` and ``path``."""
 
 
 def printable(text: str) -> str:
@@ -90,11 +93,14 @@ def error_response(
     message: str,
     path: str | None = None,
     headers: dict[str, str] | None = None,
+    details: dict[str, Any] | None = None,
 ) -> JSONResponse:
     body = ErrorResponse(
         error=error, message=printable(message), path=None if path is None else printable(path)
     )
-    return JSONResponse(body.model_dump(), status_code=status, headers=headers)
+    return JSONResponse(
+        {**body.model_dump(), **(details or {})}, status_code=status, headers=headers
+    )
 
 
 def error_doc(description: str) -> dict[str, Any]:
@@ -130,7 +136,9 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(ApiError)
     async def api_error(_request: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.error, exc.message, exc.path, exc.headers)
+        return error_response(
+            exc.status, exc.error, exc.message, exc.path, exc.headers, exc.details
+        )
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -196,23 +204,9 @@ def install_options(app: FastAPI) -> None:
         return Response(status_code=204, headers={"Allow": allow})
 
 
-def seconds_setting(variable: str, default: float, env: Mapping[str, str] | None = None) -> float:
-    """A positive number of seconds from environment ``variable``, else ``default``."""
-    text = (os.environ if env is None else env).get(variable, "")
-    if not text:
-        return default
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise ValueError(f"{variable}: expected seconds, got {text!r}") from None
-    if not seconds > 0:
-        raise ValueError(f"{variable}: must be greater than 0, got {text}")
-    return seconds
-
-
 def body_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """Seconds a request body may take to arrive (``PROFILES_HTTP_BODY_TIMEOUT_SECONDS``)."""
-    return seconds_setting(BODY_TIMEOUT_VARIABLE, DEFAULT_BODY_TIMEOUT_S, env)
+    return HTTP_BODY_TIMEOUT_SECONDS.read(env)
 
 
 TENANT_KEY = "tenant"

@@ -19,18 +19,18 @@ from collections.abc import Mapping
 from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
 from profile_store.service import metrics
-from profile_store.service.conventions import seconds_setting
 from profile_store.service.edge import SECURITY_HEADERS
+from profile_store.settings.definitions import HTTP_HEADER_TIMEOUT_SECONDS
 
 logger = logging.getLogger(__name__)
 
-HEADER_TIMEOUT_VARIABLE = "PROFILES_HTTP_HEADER_TIMEOUT_SECONDS"
-DEFAULT_HEADER_TIMEOUT_S = 10.0
+HEADER_TIMEOUT_VARIABLE = HTTP_HEADER_TIMEOUT_SECONDS.name
+DEFAULT_HEADER_TIMEOUT_S = HTTP_HEADER_TIMEOUT_SECONDS.default
 
 
 def header_timeout_s(env: Mapping[str, str] | None = None) -> float:
     """Seconds a request's headers may take to arrive (``PROFILES_HTTP_HEADER_TIMEOUT_SECONDS``)."""
-    return seconds_setting(HEADER_TIMEOUT_VARIABLE, DEFAULT_HEADER_TIMEOUT_S, env)
+    return HTTP_HEADER_TIMEOUT_SECONDS.read(env)
 
 
 def _timeout_response(seconds: float) -> bytes:

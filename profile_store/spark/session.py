@@ -16,6 +16,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from profile_store.settings.definitions import SHUFFLE_PARTITIONS
 from profile_store.spark.s3a import s3a_config
 
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
@@ -59,7 +60,7 @@ def spark_config_from_env(
     env = dict(os.environ if env is None else env)
     config = local_spark_config(
         master=env.get("SPARK_MASTER", "local[*]"),
-        shuffle_partitions=int(env.get("SPARK_SHUFFLE_PARTITIONS", "8")),
+        shuffle_partitions=SHUFFLE_PARTITIONS.read(env),
     )
     if config["spark.master"].startswith("local"):
         # Local Python workers run this project's interpreter, whatever is first on PATH.

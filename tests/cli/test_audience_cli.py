@@ -100,9 +100,20 @@ def test_an_unanswerable_query_exits_2_naming_the_json_path(tmp_path, hbase_flag
     code = cli.main(["estimate", write_query(tmp_path, tree), *hbase_flags])
     assert code == 2
     assert capsys.readouterr().err.startswith(
-        "query error at $.attributes.order_id: attribute 'order_id' of com.shop/purchase was "
-        "trimmed or never seen on 2026-11-01, 2026-11-02"
+        "query error at $.attributes.order_id: attribute 'order_id' of com.shop/purchase cannot "
+        "be filtered on: never seen on 2026-11-01, 2026-11-02"
     )
+
+
+def test_with_json_a_refusal_carries_its_causes_and_the_answerable_range(
+    tmp_path, hbase_flags, capsys
+):
+    tree = leaf("install", date_to="2026-11-03")
+    code = cli.main(["estimate", write_query(tmp_path, tree), "--json", *hbase_flags])
+    error = json.loads(capsys.readouterr().err)
+    assert code == 2 and error["error"] == "unanswerable_query"
+    assert [cause["reason"] for cause in error["causes"]] == ["not_built"]
+    assert error["answerable_range"] == {"date_from": "2026-11-01", "date_to": "2026-11-02"}
 
 
 def test_with_json_an_error_is_a_json_object_on_stderr(tmp_path, hbase_flags, capsys):
@@ -193,9 +204,12 @@ def test_hbase_flags_override_the_environment():
 @pytest.mark.parametrize(
     ("environ", "message"),
     [
-        ({"HBASE_THRIFT_PORT": "ninety"}, "HBASE_THRIFT_PORT must be an integer, got 'ninety'"),
+        (
+            {"HBASE_THRIFT_PORT": "ninety"},
+            "HBASE_THRIFT_PORT: expected a whole number from 1 to 65535, got 'ninety'",
+        ),
         ({"HBASE_THRIFT_TRANSPORT": "udp"}, "transport must be one of ('buffered', 'framed')"),
-        ({"HBASE_THRIFT_PORT": "70000"}, "port must be between 1 and 65535, got 70000"),
+        ({"HBASE_THRIFT_PORT": "70000"}, "HBASE_THRIFT_PORT: expected a whole number from 1 to"),
     ],
 )
 def test_invalid_hbase_settings_are_refused_with_the_reason(environ, message):
@@ -322,6 +336,6 @@ def test_a_bad_body_timeout_setting_stops_serve_with_exit_2(tmp_path, monkeypatc
     shop = {"name": "shop", "api_keys": [SHOP_KEY], "app_ids": ["com.shop"]}
     tenants.write_text(json.dumps({"tenants": [shop]}))
     assert cli.main(["serve", "--tenants", str(tenants)]) == 2
-    assert "PROFILES_HTTP_BODY_TIMEOUT_SECONDS: expected seconds, got 'soon'" in (
+    assert "PROFILES_HTTP_BODY_TIMEOUT_SECONDS: expected a number > 0, got 'soon'" in (
         capsys.readouterr().err
     )

@@ -392,4 +392,4 @@ def test_profiles_stream_lake_sink_refuses_a_bad_setting_naming_it(tmp_path):
         timeout=120,
     )
     assert completed.returncode == 2
-    assert "PROFILES_KAFKA_PARTITIONS: expected a whole number, got 'six'" in completed.stderr
+    assert "PROFILES_KAFKA_PARTITIONS: expected a whole number >= 1, got 'six'" in completed.stderr

@@ -24,7 +24,7 @@ def test_a_whole_number_of_seconds_is_used():
 
 @pytest.mark.parametrize(
     ("value", "words"),
-    [("soon", "expected a whole number of seconds, got 'soon'"), ("0", "must be at least 1")],
+    [("soon", "expected a whole number >= 1, got 'soon'"), ("0", "expected a whole number >= 1")],
 )
 def test_a_bad_value_is_an_error_naming_the_variable(value, words):
     with pytest.raises(ValueError, match="PROFILES_SENSOR_INTERVAL_SECONDS") as error:

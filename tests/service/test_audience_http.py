@@ -116,7 +116,7 @@ def test_a_leaf_with_an_empty_attribute_name_is_400_not_500(client):
         (
             leaf("purchase", attributes={"order_id": "o-1"}),
             "$.attributes.order_id",
-            "attribute 'order_id' of com.shop/purchase was trimmed or never seen",
+            "attribute 'order_id' of com.shop/purchase cannot be filtered on: never seen",
         ),
     ],
     ids=["unbuilt-day", "trimmed-attribute"],
@@ -187,7 +187,8 @@ def test_garbage_bodies_are_client_errors_with_a_reason(client, body):
     response = post(client, body)
     assert 400 <= response.status_code < 500, response.text
     error = response.json()
-    assert set(error) == {"error", "message", "path"} and error["message"]
+    refusal = {"causes", "answerable_range"} if response.status_code == 422 else set()
+    assert set(error) == {"error", "message", "path", *refusal} and error["message"]
 
 
 def test_a_wrong_method_gets_the_error_shape(client):
@@ -251,9 +252,11 @@ def test_openapi_documents_the_estimate_contract(client):
     assert responses["200"]["content"]["application/json"]["schema"] == {
         "$ref": "#/components/schemas/AudienceEstimateResponse"
     }
-    for status in ("400", "401", "403", "413", "422", "503"):
+    for status in ("400", "401", "403", "413", "503"):
         schema = responses[status]["content"]["application/json"]["schema"]
         assert schema == {"$ref": "#/components/schemas/ErrorResponse"}
+    unanswerable = responses["422"]["content"]["application/json"]["schema"]
+    assert unanswerable == {"$ref": "#/components/schemas/UnanswerableResponse"}
     assert operation["security"] == [{"APIKeyHeader": []}]
     scheme = spec["components"]["securitySchemes"]["APIKeyHeader"]
     assert scheme == {**scheme, "type": "apiKey", "in": "header", "name": "X-API-Key"}
@@ -295,6 +298,23 @@ def test_a_tenant_granted_a_prefix_may_query_every_app_under_it():
     tenant = Tenants.from_config(config).authenticate(SHOP_KEY)
     assert tenant.may_query("td.62") and tenant.may_query("td.161")
     assert not tenant.may_query("tdx.1") and not tenant.may_query("com.shop")
+
+
+def test_an_unanswerable_query_carries_its_causes_and_the_answerable_range(client):
+    response = post(client, leaf("install", date_to="2026-11-03"))
+    body = response.json()
+    assert body["causes"] == [
+        {"reason": "not_built", "attribute": None, "days": ["2026-11-03"], "measured": []}
+    ]
+    assert body["answerable_range"] == {"date_from": "2026-11-01", "date_to": "2026-11-02"}
+
+
+def test_the_openapi_schema_documents_the_causes_and_the_answerable_range(client):
+    schema = client.get("/openapi.json").json()
+    estimate = schema["paths"]["/v1/audiences/estimate"]["post"]["responses"]["422"]
+    ref = estimate["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
+    fields = schema["components"]["schemas"][ref]["properties"]
+    assert {"causes", "answerable_range"} <= set(fields)
 
 
 def test_a_prefix_grant_still_refuses_other_apps_in_a_query():

@@ -41,6 +41,7 @@ from profile_store.audiences.query import MAX_TEXT_LENGTH, leaves
 from profile_store.service.conventions import error_doc, hbase_reason, json_body
 from profile_store.service.metrics import record_hbase_error
 from profile_store.service.routes.builder import admit, answering
+from profile_store.service.routes.refusals import unanswerable_doc
 from profile_store.service.tenants import Tenant
 
 logger = logging.getLogger(__name__)
@@ -271,8 +272,9 @@ def audience_router(engine: AudienceEngine, current_tenant: Callable[..., Tenant
             401: error_doc("Missing or unknown API key."),
             403: error_doc("The query names an app of another tenant."),
             413: error_doc(f"The body exceeds {MAX_BODY_BYTES} bytes."),
-            422: error_doc(
-                "A valid query the sketches cannot answer (unbuilt day, trimmed attribute)."
+            422: unanswerable_doc(
+                "A valid query the sketches cannot answer (unbuilt day, trimmed or never seen "
+                "attribute): each cause with its days, and the range that can be answered."
             ),
             502: error_doc("HBase answered with an error."),
             503: error_doc("HBase cannot be reached."),

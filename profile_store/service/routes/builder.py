@@ -44,6 +44,7 @@ from profile_store.service.conventions import (
     json_body,
     json_object,
 )
+from profile_store.service.routes.refusals import unanswerable, unanswerable_doc
 from profile_store.service.tenants import ForbiddenApp, Tenant
 
 DISCOVERY_PATH = "/v1/discovery/apps"
@@ -84,7 +85,7 @@ def answering(action: str, where: str = "") -> Iterator[None]:
         with hbase_failures(action):
             yield
     except QueryError as exc:
-        raise ApiError(422, "unanswerable_query", exc.problem, _within(where, exc.path)) from None
+        raise unanswerable(exc, _within(where, exc.path)) from None
 
 
 class Bounds95(BaseModel):
@@ -301,7 +302,7 @@ def builder_router(
             400: error_doc("Not a valid query."),
             403: error_doc("The query names an app of another tenant."),
             413: TOO_LARGE,
-            422: error_doc("Unanswerable (unbuilt day, trimmed attribute, over 92 days)."),
+            422: unanswerable_doc("Unanswerable (unbuilt day, trimmed attribute, over 92 days)."),
         },
         openapi_extra=_request_body(QUERY_SCHEMA),
     )
@@ -416,7 +417,7 @@ def builder_router(
             400: error_doc("`ids` is not a list of 2-4 distinct audience ids."),
             404: error_doc("An id is not a saved audience of the tenant."),
             413: TOO_LARGE,
-            422: error_doc("An audience cannot be answered today; `path` names it."),
+            422: unanswerable_doc("An audience cannot be answered today; `path` names it."),
         },
         openapi_extra=_request_body(_body_schema(OverlapBody)),
     )
@@ -440,7 +441,7 @@ def builder_router(
                 matrix = engine.overlap([a.query for a in audiences])
         except OverlapQueryError as exc:
             message = f"audience {audiences[exc.index].name!r}, at {exc.path}: {exc.problem}"
-            raise ApiError(422, "unanswerable_query", message, f"$.ids[{exc.index}]") from None
+            raise unanswerable(exc.error, f"$.ids[{exc.index}]", message) from None
         return OverlapResponse(
             audiences=[
                 OverlapAudience(id=a.id, name=a.name, **matrix[i][i].to_dict())
