@@ -133,10 +133,12 @@ class IdentityComponentsConfig(Config):
     description=(
         "Connected components of the identity edges (weight >= threshold) with the oldest "
         "profile as master: identity_components/date=D is the assignment profile -> master "
-        "after day D, identity_components/_LATEST names the latest. Incremental: the day's new "
-        "edges recompute only the components they touch. Metadata `merges`: known persons (a "
-        "component, or an id seen on an earlier day without any link) absorbed into another "
-        "today; `component_merges`: those of them that were components of 2+ ids."
+        "after day D of the linked profiles (a profile absent from it has no link: its own "
+        "component, counted in `singletons`), identity_components/_LATEST names the latest. "
+        "Incremental: the day's new edges recompute only the components they touch. Metadata "
+        "`merges`: known persons (a component, or an id seen on an earlier day without any "
+        "link) absorbed into another today; `component_merges`: those of them that were "
+        "components of 2+ ids."
     ),
 )
 def identity_components(
@@ -157,6 +159,7 @@ def identity_components(
     change, summary = update.change, update.summary
     context.log.info(
         f"{day} ({update.mode}): {summary.components:,} components, "
+        f"{update.singletons:,} singletons, "
         f"{change.profiles_touched:,} profiles touched, {change.merges:,} merges"
     )
     return MaterializeResult(
@@ -165,6 +168,8 @@ def identity_components(
             "mode": update.mode,
             "components": summary.components,
             "linked_profiles": summary.linked_profiles,
+            "profiles": update.profiles,
+            "singletons": update.singletons,
             "size_histogram": MetadataValue.json(summary.size_histogram),
             "largest_component_size": summary.largest_size,
             "largest_component_master": summary.largest_master or "",

@@ -2,8 +2,11 @@
 
 Areas (``profile_store.lake.layout``): ``identity_keys``, ``identity_profiles``,
 ``identity_edges``, ``identity_quarantine`` per day; ``identity_components/date=D`` the
-assignment after day D, and ``identity_components/_LATEST`` the name of the latest one (a
-pointer, not a copy: rewriting millions of rows to a second place would double a day's writes).
+assignment after day D (linked profiles only: a profile seen up to D and absent from it has no
+link and is its own component, its own master, of size 1; every reader treats it so, and
+writing every profile each day would multiply the day's writes for nothing), and
+``identity_components/_LATEST`` the name of the latest one (a pointer, not a copy: rewriting
+millions of rows to a second place would double a day's writes).
 """
 
 from __future__ import annotations
@@ -220,6 +223,12 @@ class ComponentsUpdate:
     summary: AssignmentSummary
     snapshot_uri: str
     latest_updated: bool
+    profiles: int = 0  # every profile seen up to the day, linked or not
+
+    @property
+    def singletons(self) -> int:
+        """Profiles of no link: absent from the assignment, each its own component (master)."""
+        return self.profiles - self.summary.linked_profiles
 
 
 def surviving_edges(
@@ -330,4 +339,5 @@ def update_components(
         summary=summary,
         snapshot_uri=snapshot_uri,
         latest_updated=latest_updated,
+        profiles=profile_history.select("profile").distinct().count(),
     )

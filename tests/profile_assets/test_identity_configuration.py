@@ -1,5 +1,6 @@
-"""Identity for your own data: the configured kinds bridge, and a kind that bridges nothing is
-reported by the identity run (metadata and a warning check) instead of passing silently."""
+"""Identity for your own data: the configured kinds bridge, a kind that bridges nothing is
+reported by the identity run (metadata and a warning check) instead of passing silently, every
+profile is counted in a component, and the quality check says it had nothing to judge."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import json
 import pytest
 from dagster import AssetCheckSeverity, DagsterInstance, materialize
 
+from profile_assets.check_results import NOTHING_TO_JUDGE
 from profile_assets.identity_assets import BRIDGING_KINDS_CHECK, identity_components, identity_edges
+from profile_assets.profile_checks import identity_quality_check
 from profile_assets.raw_events import raw_events
 from profile_store.identity.settings import IDENTITY_CONFIG_ENV
 from profile_store.lake.layout import SUCCESS_MARKER, landing_day
@@ -49,7 +52,7 @@ def run_day(root, identity: IdentityResource):
         out.write("\n".join(registry_rows()) + "\n")
     (root / landing_day(DAY) / SUCCESS_MARKER).write_text("")
     result = materialize(
-        [raw_events, identity_edges, identity_components],
+        [raw_events, identity_edges, identity_components, identity_quality_check],
         partition_key=DAY,
         resources={
             "spark": spark_resource_from_env({}),
@@ -59,11 +62,15 @@ def run_day(root, identity: IdentityResource):
         instance=DagsterInstance.ephemeral(),
     )
     assert result.success
-    edges = result.asset_materializations_for_node("identity_edges")[0].metadata
-    [check] = [
-        e for e in result.get_asset_check_evaluations() if e.check_name == BRIDGING_KINDS_CHECK
-    ]
-    return {key: value.value for key, value in edges.items()}, check
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    metadata = {
+        name: {
+            key: value.value
+            for key, value in result.asset_materializations_for_node(name)[0].metadata.items()
+        }
+        for name in ("identity_edges", "identity_components")
+    }
+    return metadata, checks
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +87,7 @@ def phone_rules_run(spark, tmp_path_factory):
 
 
 def test_the_run_reports_each_present_kind_that_bridges_nothing(default_rules_run):
-    metadata, _ = default_rules_run
+    metadata = default_rules_run[0]["identity_edges"]
     every = ORGANISATIONS * RECORDS_EACH
     assert metadata["alt_id_kinds"] == {"address": every, "phone": every}
     assert metadata["non_bridging_alt_id_kinds"] == {"address": every, "phone": every}
@@ -88,7 +95,7 @@ def test_the_run_reports_each_present_kind_that_bridges_nothing(default_rules_ru
 
 
 def test_a_present_kind_that_bridges_nothing_is_a_warning_check(default_rules_run):
-    _, check = default_rules_run
+    check = default_rules_run[1][BRIDGING_KINDS_CHECK]
     assert check.passed is False
     assert check.severity == AssetCheckSeverity.WARN
     assert check.description.startswith(
@@ -98,12 +105,33 @@ def test_a_present_kind_that_bridges_nothing_is_a_warning_check(default_rules_ru
 
 
 def test_a_kind_the_identity_configuration_lists_bridges(phone_rules_run):
-    metadata, _ = phone_rules_run
+    metadata = phone_rules_run[0]["identity_edges"]
     assert metadata["edges_by_rule"] == {"alt_id": ORGANISATIONS * (RECORDS_EACH - 1)}
     assert metadata["non_bridging_alt_id_kinds"] == {"address": ORGANISATIONS * RECORDS_EACH}
 
 
 def test_the_warning_names_only_the_kinds_still_not_bridging(phone_rules_run):
-    _, check = phone_rules_run
+    check = phone_rules_run[1][BRIDGING_KINDS_CHECK]
     assert check.passed is False
     assert check.description.startswith("alt id kind address is not a bridging kind")
+
+
+def test_profiles_of_no_link_are_counted_as_singletons(default_rules_run):
+    components = default_rules_run[0]["identity_components"]
+    assert components["profiles"] == ORGANISATIONS * RECORDS_EACH
+    assert components["singletons"] == ORGANISATIONS * RECORDS_EACH
+    assert components["linked_profiles"] == 0
+
+
+def test_linked_and_singleton_profiles_add_up_to_every_profile(phone_rules_run):
+    components = phone_rules_run[0]["identity_components"]
+    assert components["components"] == ORGANISATIONS
+    assert components["linked_profiles"] == ORGANISATIONS * RECORDS_EACH
+    assert components["singletons"] == 0
+
+
+def test_the_quality_check_says_it_had_nothing_to_judge_without_an_answer_key(default_rules_run):
+    check = default_rules_run[1]["identity_quality_check"]
+    assert check.passed
+    assert check.description.startswith("nothing to judge: no answer key at ")
+    assert NOTHING_TO_JUDGE in check.metadata
