@@ -6,6 +6,7 @@ import os
 
 from profile_store.settings.definitions import check_environment
 from resources.hbase import HBaseResource
+from resources.identity import IdentityResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
@@ -22,4 +23,5 @@ def resources_from_env(env: dict[str, str] | None = None) -> dict:
         "spark": spark_resource_from_env(env),
         "lake": LakeResource.from_env(env),
         "hbase": HBaseResource.from_env(env),
+        "identity": IdentityResource.from_env(env),
     }

@@ -6,7 +6,9 @@ SOURCE is a file, a directory or a glob, local or ``s3://``; the mapping file (Y
 ``profile_store/imports/mapping.py``) says which column becomes which event field. The import
 checks every line with the ingest rules and reports what would be quarantined before anything
 lands; each day it writes replaces that day's landing files, ``_SUCCESS`` last. The lake is
-``PROFILES_LAKE_ROOT`` (``data/lake``) unless ``--lake`` is given.
+``PROFILES_LAKE_ROOT`` (``data/lake``) unless ``--lake`` is given. Alternate id kinds of the
+mapping that the identity configuration (``PROFILES_IDENTITY_CONFIG``) does not bridge are named
+in a warning: they are imported, and link nothing.
 """
 
 from __future__ import annotations
@@ -17,6 +19,12 @@ import sys
 from datetime import UTC, datetime
 
 from profile_store.cli.conventions import EXIT_INPUT
+from profile_store.identity.settings import (
+    IdentityConfigError,
+    identity_rules_from_env,
+    non_bridging_kinds,
+    non_bridging_message,
+)
 from profile_store.imports.mapping import MappingError, load_mapping
 from profile_store.imports.source_import import import_source, next_steps
 from profile_store.lake.settings import LakeSettings, start_date_from_env
@@ -34,6 +42,7 @@ def _import_command(args: argparse.Namespace) -> int:
         return EXIT_INPUT
     try:
         mapping = load_mapping(args.mapping)
+        rules = identity_rules_from_env(env)
         lake = LakeSettings.from_env(env)
         print(f"lake: {lake.root}", flush=True)
         spark = spark_session_from_env(env, also_reads=[args.source])
@@ -43,7 +52,7 @@ def _import_command(args: argparse.Namespace) -> int:
                 f"event_time: no line of {args.source} has a time that parses as "
                 f"{mapping.event_time.format!r}: nothing imported"
             )
-    except MappingError as error:
+    except (MappingError, IdentityConfigError) as error:
         print(f"profiles import: {error}", file=sys.stderr)
         return EXIT_INPUT
     except Exception as error:
@@ -54,6 +63,9 @@ def _import_command(args: argparse.Namespace) -> int:
     days = [d.day for d in result.published]
     for line in next_steps(days, start, datetime.now(UTC).date()):
         print(line)
+    unused = non_bridging_kinds(mapping.alt_ids, rules)
+    if unused:  # last, where it is read: the import itself went well
+        print(f"profiles import: warning: {non_bridging_message(unused, rules)}", file=sys.stderr)
     return 0
 
 

@@ -3,7 +3,7 @@
 ```
 profiles profile get ID                          # the whole profile as of now
 profiles profile segments ID [ID...] [--key-type email_sha256]
-profiles profile connected ID1 ID2
+profiles profile connected ID1 ID2 [--lake ROOT]
 profiles profile linked ID [--limit 20]
 profiles profile masters [--page-size 100] [--after TOKEN]
 profiles profile purge [--max-rows-per-second 500] [--max-rows N]
@@ -13,7 +13,9 @@ Readable output by default; ``--json`` prints one JSON object (the HTTP API's bo
 read). Exit codes (``conventions``): 0 answered; 1 HBase unusable (or a row that does not
 decode); 2 bad input, including a single id that has no profile (``get``, ``linked``,
 ``segments`` with one id). ``segments`` with several ids is the bidder's batch read: one round
-trip, and an unknown id simply has no segments.
+trip, and an unknown id simply has no segments. ``connected`` adds, when the lake
+(``PROFILES_LAKE_ROOT`` or ``--lake``) has an identity graph, its explanation: the chain of keys
+linking the two ids, or the nearest reason they are not linked (``identity.link_explanation``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -39,6 +41,14 @@ from profile_store.cli.conventions import (
     table_pool,
 )
 from profile_store.hbase.pool import table_opener
+from profile_store.identity.link_explanation import LinkExplanation, explain_link
+from profile_store.identity.settings import (
+    IDENTITY_CONFIG_ENV,
+    IdentityConfigError,
+    identity_rules_from_env,
+)
+from profile_store.lake.layout import IDENTITY_PROFILES
+from profile_store.lake.settings import LakeSettings
 from profile_store.profiles.bodies import batch_body, profile_body, segments_body
 from profile_store.profiles.reads import (
     DEFAULT_PURGE_RATE,
@@ -90,6 +100,12 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
     connected = _command(commands, "connected", "whether two ids are one person", run_connected)
     connected.add_argument("a", metavar="ID1")
     connected.add_argument("b", metavar="ID2")
+    connected.add_argument(
+        "--lake",
+        metavar="ROOT",
+        help="the lake whose identity graph explains the answer: the chain of keys, or why "
+        "not (default PROFILES_LAKE_ROOT; a lake without one: HBase's answer alone)",
+    )
 
     linked = _command(commands, "linked", "the other ids of an id's person", run_linked)
     linked.add_argument("id", help="a profile id")
@@ -181,8 +197,36 @@ def run_segments(args: argparse.Namespace) -> int:
     )
 
 
+@dataclass(frozen=True)
+class ExplainedConnection:
+    """HBase's answer, and the lake identity graph's explanation of it (None: no graph)."""
+
+    connection: Connection
+    link: LinkExplanation | None
+
+
+def _explained(reader: ProfileReader, args: argparse.Namespace) -> ExplainedConnection:
+    connection = reader.connected(args.a, args.b)
+    storage = LakeSettings.from_env(root=args.lake).storage()
+    if not storage.exists(IDENTITY_PROFILES):
+        return ExplainedConnection(connection, None)
+    try:
+        rules = identity_rules_from_env()
+    except IdentityConfigError as error:
+        raise InvalidRequest(IDENTITY_CONFIG_ENV, str(error)) from error
+    return ExplainedConnection(connection, explain_link(storage, args.a, args.b, rules))
+
+
+def connection_body(answer: ExplainedConnection) -> dict:
+    """The HTTP API's body for the same read, and the lake's ``link`` when there is one."""
+    body = asdict(answer.connection)
+    if answer.link is not None:
+        body["link"] = asdict(answer.link)
+    return body
+
+
 def run_connected(args: argparse.Namespace) -> int:
-    return _answer(args, lambda reader: reader.connected(args.a, args.b), asdict, format_connection)
+    return _answer(args, lambda reader: _explained(reader, args), connection_body, format_explained)
 
 
 def run_linked(args: argparse.Namespace) -> int:
@@ -279,6 +323,22 @@ def format_connection(answer: Connection) -> str:
         rules = ", ".join(answer.edge.rules)
         lines.append(f"edge        weight {answer.edge.weight:g} ({rules})")
     return "\n".join(lines)
+
+
+def format_link(link: LinkExplanation) -> str:
+    """The chain of keys, one hop a line, or the nearest reason the ids are not linked."""
+    if not link.chain:
+        label = "why" if link.linked else "why not"
+        return f"{label:<12}{link.detail}"
+    lines = [f"{'chain':<12}{link.detail}"]
+    for hop in link.chain:
+        lines.append(f"  {hop.profile_a} -> {hop.profile_b}  {hop.key_type} {hop.key}")
+    return "\n".join(lines)
+
+
+def format_explained(answer: ExplainedConnection) -> str:
+    shown = format_connection(answer.connection)
+    return shown if answer.link is None else f"{shown}\n{format_link(answer.link)}"
 
 
 def format_linked(answer: LinkedProfiles) -> str:

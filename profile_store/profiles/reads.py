@@ -40,6 +40,11 @@ from dataclasses import dataclass, field
 import happybase
 
 from profile_store.identity.rules import DEFAULT_ALT_ID_WEIGHTS, MEMBER_ID
+from profile_store.identity.settings import (
+    IDENTITY_CONFIG_ENV,
+    IdentityConfigError,
+    identity_rules_from_env,
+)
 from profile_store.profiles.table import (
     ASSOCIATIONS,
     DEVICES,
@@ -93,17 +98,23 @@ OpenTable = Callable[[], AbstractContextManager[happybase.Table]]
 
 
 LOOKUP_KEY_TYPES: tuple[str, ...] = (MEMBER_ID, *DEFAULT_ALT_ID_WEIGHTS)
-"""The alternate-id types the default bridging rules write lookup rows for; a deployment whose
-``identity_edges`` bridges on more types lists them in ``PROFILES_KEY_TYPES``."""
+"""The alternate-id types the default bridging rules write lookup rows for."""
 
 KEY_TYPES_ENV = "PROFILES_KEY_TYPES"
 
 
 def key_types_from_env(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """``PROFILES_KEY_TYPES`` (comma-separated), else ``LOOKUP_KEY_TYPES``."""
-    raw = (os.environ if environ is None else environ).get(KEY_TYPES_ENV, "")
-    listed = tuple(part.strip() for part in raw.split(",") if part.strip())
-    return listed or LOOKUP_KEY_TYPES
+    """``PROFILES_KEY_TYPES`` (comma-separated), else the kinds the identity configuration
+    bridges (``PROFILES_IDENTITY_CONFIG``): compaction writes a lookup row for each of those."""
+    env = os.environ if environ is None else environ
+    listed = tuple(part.strip() for part in env.get(KEY_TYPES_ENV, "").split(",") if part.strip())
+    if listed:
+        return listed
+    try:
+        rules = identity_rules_from_env(env)
+    except IdentityConfigError as error:
+        raise InvalidRequest(IDENTITY_CONFIG_ENV, str(error)) from error
+    return (MEMBER_ID, *rules.bridging_alt_id_kinds)
 
 
 class InvalidRequest(ValueError):

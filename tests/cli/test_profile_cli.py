@@ -259,3 +259,42 @@ def test_serve_on_an_unreachable_hbase_exits_1_naming_hbase(tmp_path):
     )
     assert completed.returncode == 1
     assert completed.stderr.splitlines()[-1].startswith("error: HBase: ")
+
+
+@pytest.fixture(scope="module")
+def identity_lake(tmp_path_factory) -> str:
+    from known_identity_lake import write_identity_lake
+
+    return str(write_identity_lake(tmp_path_factory.mktemp("identity_lake")))
+
+
+def test_connected_prints_the_chain_of_keys_from_the_lakes_identity_graph(
+    hbase_flags, identity_lake, capsys, monkeypatch
+):
+    from known_identity_lake import D1, D2, D3, EMAIL
+
+    monkeypatch.delenv("PROFILES_IDENTITY_CONFIG", raising=False)
+    assert cli.main(["connected", D1, D3, "--lake", identity_lake, *hbase_flags]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-3] == f"chain       one person (master {D1}), linked in 2 hops"
+    assert out[-2].startswith(f"  {D1} -> {D2}  member_id sha256:")
+    assert out[-1] == f"  {D2} -> {D3}  email_sha256 {EMAIL}"
+
+
+def test_connected_says_why_two_ids_are_not_linked(hbase_flags, identity_lake, capsys):
+    from known_identity_lake import Q1, R1
+
+    assert cli.main(["connected", Q1, R1, "--lake", identity_lake, *hbase_flags]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("why not     shared key member_id sha256:")
+    assert "quarantined as a super node: 64 profiles carry it" in last
+
+
+def test_connected_json_adds_the_link_to_the_http_body(hbase_flags, identity_lake, capsys):
+    from known_identity_lake import U1, U2
+
+    code, body = run_json(capsys, "connected", U1, U2, "--lake", identity_lake, *hbase_flags)
+    assert code == 0
+    assert body["connected"] is False
+    assert body["link"]["reason"] == "no_shared_key"
+    assert body["link"]["chain"] == []

@@ -34,6 +34,7 @@ from profile_store.identity.pipeline import latest_assignment_dir
 from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.table import PROFILE_TABLE, column, edge_key, lookup_key, profile_key
 from resources.hbase import HBaseResource
+from resources.identity import IdentityResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
@@ -140,6 +141,7 @@ def erased(spark, tmp_path_factory):
     resources = {
         "spark": spark_resource_from_env({"SPARK_SHUFFLE_PARTITIONS": "2"}),
         "lake": LakeResource(root=str(root)),
+        "identity": IdentityResource(),
         "hbase": hbase,
     }
     instance = DagsterInstance.ephemeral()

@@ -324,3 +324,57 @@ def test_ids_of_case_insensitive_kinds_land_in_their_one_spelling(spark, tmp_pat
         ("AB-CD", {"email_sha256": "ef01", "crm_id": "Cust-7"}),
         ("Ab-Cd", {}),
     ]
+
+
+REGISTRY = """record,org_phone,org_address,registered
+r1,+31205550001,street 1,2017-11-06 10:00:00
+r2,+31205550001,street 1,2017-11-06 11:00:00
+"""
+
+REGISTRY_MAPPING = {
+    "app_id": {"value": "registry"},
+    "event_type": {"value": "registered"},
+    "user_id": "record",
+    "id_type": {"value": "cookie"},
+    "event_time": {"column": "registered", "format": "yyyy-MM-dd HH:mm:ss"},
+    "alt_ids": {"phone": "org_phone", "address": "org_address"},
+}
+
+
+def import_registry(tmp_path, monkeypatch, identity_config: str | None) -> int:
+    from profile_store.cli.main import main
+
+    (tmp_path / "registry.csv").write_text(REGISTRY)
+    (tmp_path / "m.json").write_text(json.dumps(REGISTRY_MAPPING))
+    if identity_config is None:
+        monkeypatch.delenv("PROFILES_IDENTITY_CONFIG", raising=False)
+    else:
+        (tmp_path / "identity.yaml").write_text(identity_config)
+        monkeypatch.setenv("PROFILES_IDENTITY_CONFIG", str(tmp_path / "identity.yaml"))
+    args = ["import", str(tmp_path / "registry.csv"), "--mapping", str(tmp_path / "m.json")]
+    return main([*args, "--dry-run", "--lake", str(tmp_path / "lake")])
+
+
+def test_the_import_warns_of_alt_id_kinds_that_bridge_nothing(spark, tmp_path, monkeypatch, capsys):
+    assert import_registry(tmp_path, monkeypatch, None) == 0
+    assert (
+        "profiles import: warning: alt id kinds phone, address are not bridging kinds "
+        "(bridging: email_sha256): they will link nothing; add them to the identity "
+        "configuration"
+    ) in capsys.readouterr().err
+
+
+def test_the_import_names_only_the_kinds_the_identity_configuration_leaves_out(
+    spark, tmp_path, monkeypatch, capsys
+):
+    assert import_registry(tmp_path, monkeypatch, "alt_id_weights: {phone: 0.95}\n") == 0
+    assert "alt id kind address is not a bridging kind (bridging: phone)" in (
+        capsys.readouterr().err
+    )
+
+
+def test_the_import_refuses_a_bad_identity_configuration_before_reading(
+    tmp_path, monkeypatch, capsys
+):
+    assert import_registry(tmp_path, monkeypatch, "alt_id_weights: {phone: 0}\n") == 2
+    assert "alt_id_weights.phone: must be in (0, 1], got 0.0" in capsys.readouterr().err

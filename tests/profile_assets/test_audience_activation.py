@@ -25,6 +25,7 @@ from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.segment_rules import DAY_MS
 from profile_store.profiles.table import PROFILE_TABLE
 from resources.hbase import HBaseResource
+from resources.identity import IdentityResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
@@ -60,6 +61,7 @@ def activated(spark, tmp_path_factory):
     resources = {
         "spark": spark_resource_from_env({}),
         "lake": LakeResource(root=str(root)),
+        "identity": IdentityResource(),
         "hbase": hbase,
     }
     instance = DagsterInstance.ephemeral()

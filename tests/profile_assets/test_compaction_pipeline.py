@@ -27,6 +27,7 @@ from profile_store.profiles.table import (
     profile_key,
 )
 from resources.hbase import HBaseResource
+from resources.identity import IdentityResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
@@ -42,6 +43,7 @@ def pipeline(spark, tmp_path_factory):
     resources = {
         "spark": spark_resource_from_env({}),
         "lake": LakeResource(root=str(root)),
+        "identity": IdentityResource(),
         "hbase": hbase,
     }
     instance = DagsterInstance.ephemeral()

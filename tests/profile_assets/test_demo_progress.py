@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import io
 
-from dagster import AssetCheckResult, Definitions, asset, asset_check, define_asset_job
+from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    DagsterInstance,
+    Definitions,
+    asset,
+    asset_check,
+    define_asset_job,
+)
 
-from profile_assets.demo_progress import step_progress_logger
+from profile_assets.demo_progress import run_partition, step_progress_logger
 
 
 @asset
@@ -53,3 +61,25 @@ def test_a_failed_check_says_why_under_its_line():
     lines = progress_of_one_run()
     failed = next(i for i, line in enumerate(lines) if "FAILED" in line)
     assert lines[failed + 1].strip() == "why: mean error 9.3% > 3%"
+
+
+@asset_check(asset=sketches)
+def unused_kinds() -> AssetCheckResult:
+    return AssetCheckResult(
+        passed=False, severity=AssetCheckSeverity.WARN, description="phone links nothing"
+    )
+
+
+def outcome_of_one_run() -> dict:
+    job = Definitions(
+        assets=[events, sketches],
+        asset_checks=[estimation_error, unused_kinds],
+        jobs=[define_asset_job("two_assets")],
+    ).resolve_job_def("two_assets")
+    return run_partition(job, None, DagsterInstance.ephemeral())
+
+
+def test_a_warning_check_is_reported_apart_and_does_not_count_as_a_failed_check():
+    outcome = outcome_of_one_run()
+    assert outcome["warnings"] == {"unused_kinds": "phone links nothing"}
+    assert outcome["checks"] == {"estimation_error": False}

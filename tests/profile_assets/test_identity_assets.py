@@ -14,6 +14,7 @@ from profile_assets.raw_events import raw_events
 from profile_store.generator.lake import generate_lake
 from profile_store.identity.pipeline import latest_assignment_dir
 from profile_store.lake.storage import LocalLakeStorage
+from resources.identity import IdentityResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
@@ -24,7 +25,11 @@ DAYS = ("2026-11-01", "2026-11-02")
 def built(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("identity_lake")
     generate_lake(root, len(DAYS), 6000, seed=21, start_date=date.fromisoformat(DAYS[0]))
-    resources = {"spark": spark_resource_from_env({}), "lake": LakeResource(root=str(root))}
+    resources = {
+        "spark": spark_resource_from_env({}),
+        "lake": LakeResource(root=str(root)),
+        "identity": IdentityResource(),
+    }
     instance = DagsterInstance.ephemeral()
     metadata = {}
     for day in DAYS:
