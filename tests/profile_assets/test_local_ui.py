@@ -9,10 +9,8 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import httpx
 import pytest
 from playwright.sync_api import sync_playwright
 from system_requirements import chromium
+from webserver_wait import free_port, wait_until_answering
 
 from profile_assets.demo import default_start
 from profile_assets.local_ui import first_landing_day, with_lake_start_date
@@ -59,12 +58,6 @@ def test_the_demos_days_end_yesterday():
     assert default_start(5, today=date(2026, 11, 26)) == date(2026, 11, 21)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def local_ui(tmp_path_factory):
     """`make ui`'s command over a lake of LAKE_DAYS landing days ending yesterday (no
@@ -75,7 +68,7 @@ def local_ui(tmp_path_factory):
     yesterday = datetime.now(UTC).date() - timedelta(days=1)
     for offset in range(LAKE_DAYS):
         landing_file(lake, yesterday - timedelta(days=offset))
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "DAGSTER_HOME": str(home), "PROFILES_LAKE_ROOT": str(lake)}
     env.pop("PROFILES_START_DATE", None)
     env["PROFILES_HBASE_DATA_DIR"] = str(tmp_path_factory.mktemp("hbase"))
@@ -91,18 +84,7 @@ def local_ui(tmp_path_factory):
     )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 240
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"dagster dev exited: {(home / 'ui.log').read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/server_info", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("the Dagster UI did not answer within 240 s")
-            time.sleep(1)
+        wait_until_answering(process, url, home / "ui.log", timeout_s=240)
         yield url
     finally:
         os.killpg(process.pid, signal.SIGTERM)  # dagster dev, its webserver and daemon
