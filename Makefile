@@ -35,11 +35,10 @@ test: java lint
 	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "the production Dagster instance is tested on a PostgreSQL server the suite starts: install it first (Debian: apt-get install -y postgresql)"; exit 1; }
 	$(BIN)/pytest -n 2
 
-# `dagster dev` warns on every start that it is superseded by `dg dev` (a separate CLI that
-# needs its own project layout); that one warning is hidden, by exact message.
+# `dagster dev` with partitions from the lake's first day (unless PROFILES_START_DATE is set)
+# and the job page's automation tag agreeing with the automation sensor (profile_assets/local_ui.py).
 ui: java $(BIN)/.installed $(DAGSTER_HOME)/dagster.yaml
-	$(BIN)/python -W 'ignore:Function `dev_command` is superseded' -m dagster dev \
-		-w workspace.yaml -h 127.0.0.1 -p 3000
+	$(BIN)/python -m profile_assets.local_ui -w workspace.yaml -h 127.0.0.1 -p 3000
 
 # A real Apache HBase (standalone, Thrift-1 on port 9090) until Ctrl-C; the first run resolves
 # its jars with Maven into ~/.cache/adtech-profiles. It prints the variables that point the

@@ -9,18 +9,25 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
+from profile_assets.local_ui import with_lake_start_date
 from profile_store.cli.argument_types import iso_date, positive_int, whole_number
 from profile_store.lake.layout import LANDING
 from resources.lake import LakeResource
 
-DEFAULT_START = date(2026, 11, 1)
 # Small enough for a first result in minutes, long enough for every capability: trimming over
 # a trailing window, incremental identity days with merges, profile compaction, every check.
 DEMO_DAYS = 5
 DEMO_EVENTS_PER_DAY = 20_000
+
+
+def default_start(days: int, today: date | None = None) -> date:
+    """The first of ``days`` days ending yesterday (UTC): every partition the UI shows after
+    the demo is built, none waits in the future."""
+    today = today or datetime.now(UTC).date()
+    return today - timedelta(days=days)
 
 
 def _print(line: str = "") -> None:
@@ -303,8 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--start-date",
         type=iso_date,
-        default=DEFAULT_START,
-        help="first day, YYYY-MM-DD (default: %(default)s)",
+        default=None,
+        help="first day, YYYY-MM-DD (default: the days ending yesterday, UTC)",
     )
     parser.add_argument(
         "--regenerate", action="store_true", help="Write the sample lake again even if present."
@@ -316,7 +323,8 @@ def main(argv: list[str] | None = None) -> int:
     if lake.is_s3:
         parser.error("the demo writes its sample lake locally; unset PROFILES_LAKE_ROOT")
     lake_root = Path(lake.root).resolve()
-    days = [args.start_date + timedelta(days=i) for i in range(args.days)]
+    start = args.start_date or default_start(args.days)
+    days = [start + timedelta(days=i) for i in range(args.days)]
 
     _print("== Ad-tech profile platform: demo on embedded defaults ==")
     # Dagster, Spark and Great Expectations take seconds to import: the first line comes first.
@@ -342,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
             days=args.days,
             events_per_day=args.events_per_day,
             seed=args.seed,
-            start_date=args.start_date,
+            start_date=start,
             on_day=lambda day: _print(
                 f"      {day.date}  {day.lines:>9,} lines  {day.malformed:>5,} malformed  "
                 f"{day.duplicates:>5,} duplicates  ({day.seconds:.1f}s)"
@@ -353,6 +361,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{summary.devices:,} ids in {time.monotonic() - t0:.1f}s"
         )
 
+    # Partitions are fixed when the definitions load (below): from the lake's first day, as
+    # `make ui` shows them.
+    os.environ.update(with_lake_start_date(os.environ))
     _print(f"[2/2] materializing every asset for {len(days)} day partitions ...")
     _activate_demo_audience()
     _print(f"      saved and activated the audience '{DEMO_AUDIENCE}' ({DEMO_TENANT})")

@@ -40,8 +40,20 @@ Send the audience query as the JSON body: a leaf
 (`app_id`, `event_type`, `date_from`, `date_to`, optional `min_count` and `attributes`) or a
 `union` / `intersection` / `difference` of at least two sub-queries (at most 8 levels and 32
 leaves). Authenticate with the `X-API-Key` header; a key may query only its tenant's apps.
-Errors always have the shape `{"error", "message", "path"}`, where `path` is the JSON path of
-the offending value, e.g. `$.difference[0].intersection[1].min_count`.
+
+**Relative ranges.** Instead of `date_from` and `date_to`, a leaf may give `"last_days": N`:
+the N days ending with the latest built day (the last day the daily run finished; not today),
+so that a saved audience means the same thing every day. The answer's `leaf_dates` gives the
+dates each leaf was answered over. A range may hold only built days: a day not built yet is a
+422 `unanswerable_query` (`GET /v1/discovery/apps` lists the built days).
+
+**Bounds and exactness.** `estimate` is the estimated number of unique users, with a ~95%
+interval `lower_95` to `upper_95` (2 standard deviations of the sketch's error). When every set
+involved was small enough to be counted exactly, `exact` is true and the three are equal.
+
+**Errors** always have the shape `{"error", "message", "path"}`, where `error` is a stable code,
+`message` says what is wrong and `path` is the JSON path of the offending value, e.g.
+`$.difference[0].intersection[1].min_count` (documented as `ErrorResponse` for every status).
 """
 
 PROFILES_TAG = (

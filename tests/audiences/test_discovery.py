@@ -109,6 +109,11 @@ def test_the_api_lists_only_the_callers_apps(client):
     assert shop["latest_built_day"] == "2026-11-02"
 
 
+def test_the_api_lists_every_built_day_a_query_can_be_answered_over(client):
+    shop = client.get("/v1/discovery/apps", headers={"X-API-Key": SHOP_KEY}).json()
+    assert shop["built_days"] == ["2026-11-01", "2026-11-02"]
+
+
 def test_the_api_refuses_another_tenants_attributes_with_403(client):
     response = client.get(
         "/v1/discovery/apps/com.rival/event-types/install/attributes",

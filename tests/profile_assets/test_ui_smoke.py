@@ -12,15 +12,14 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 import yaml
+from webserver_wait import free_port, wait_until_answering
 
 from profile_assets.definitions import defs
 
@@ -72,12 +71,6 @@ mutation ($selector: SensorSelector!, $cursor: String) {
 """
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def webserver(tmp_path_factory):
     home = tmp_path_factory.mktemp("dagster_home")
@@ -87,7 +80,7 @@ def webserver(tmp_path_factory):
     with gzip.open(landing / "part-00000.jsonl.gz", "wt") as out:
         out.write(json.dumps({"event_id": "e1", "event_type": "install"}) + "\n")
     (landing / "_SUCCESS").write_text("")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "DAGSTER_HOME": str(home),
@@ -107,18 +100,7 @@ def webserver(tmp_path_factory):
     process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 180
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"webserver exited: {(home / 'webserver.log').read_text()[-2000:]}")
-            try:
-                if httpx.get(f"{url}/server_info", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail("webserver did not answer within 180 s")
-            time.sleep(1)
+        wait_until_answering(process, url, home / "webserver.log")
         yield url
     finally:
         process.terminate()

@@ -3,7 +3,7 @@ their overlaps. An ``APIRouter`` that ``create_app`` includes, with the same key
 
 | method and path | answers |
 | --- | --- |
-| ``GET /v1/discovery/apps`` | the tenant's apps, event types and built days |
+| ``GET /v1/discovery/apps`` | the tenant's apps, event types and built days; every built day |
 | ``GET /v1/discovery/apps/{app}/event-types/{event}/attributes`` | kept attributes, values, users |
 | ``POST /v1/audiences/daily`` | the query applied to each day of its range |
 | ``GET, POST /v1/audiences/saved`` | the tenant's saved audiences; save one (201) |
@@ -21,7 +21,7 @@ from fastapi import Path as UrlPath
 from pydantic import BaseModel, ConfigDict, Field
 
 from profile_store.audiences.admission import admissible_query
-from profile_store.audiences.discovery import NotBuilt, app_catalog, event_attributes
+from profile_store.audiences.discovery import NotBuilt, catalog_and_days, event_attributes
 from profile_store.audiences.engine import AudienceEngine, OverlapQueryError
 from profile_store.audiences.query import Node, QueryError
 from profile_store.audiences.saved import (
@@ -253,12 +253,14 @@ def builder_router(
 
     @router.get(DISCOVERY_PATH, tags=["discovery"], summary="The tenant's apps and event types")
     def apps(tenant: TenantDep) -> dict:
-        """Each app the key may query, its event types and the built days with their users,
-        and the latest built day (``last_days`` leaves end there); one HBase scan."""
+        """Each app the key may query, its event types and the built days with their users;
+        every built day (a query over other days is refused) and the latest (``last_days``
+        leaves end there); one HBase scan."""
         with hbase_failures("discovery"), engine.open_table() as table:
-            catalog, latest = app_catalog(table, tenant.may_query)
+            catalog, days = catalog_and_days(table, tenant.may_query)
         return {
-            "latest_built_day": latest.isoformat() if latest else None,
+            "latest_built_day": days[-1].isoformat() if days else None,
+            "built_days": [day.isoformat() for day in days],
             "apps": [app.to_dict() for app in catalog],
         }
 

@@ -47,6 +47,68 @@ async function api(method, path, body) {
   return answer;
 }
 
+// --- messages ---------------------------------------------------------------------------------
+//
+// What went wrong, said as a marketer would, with what to do next; the API's own words (error
+// code, message, JSON path) stay one click away behind "Technical details".
+
+function dataRange() {
+  const days = (state.catalog && state.catalog.built_days) || [];
+  return days.length ? `${days[0]} to ${days[days.length - 1]}` : null;
+}
+
+function plainError(error) {
+  const range = dataRange();
+  const message = error.message || "";
+  if (error.status === 401) return "This API key was not accepted. Check it and connect again.";
+  if (error.status === 403) return "Your API key does not give access to this app.";
+  if (error.status === 502 || error.status === 503 || error.status === 504) {
+    return "The audience data cannot be reached right now. Try again in a minute; if it lasts, tell your administrator.";
+  }
+  if (error.code === "unanswerable_query") {
+    if (/not built|no day is built/.test(message)) {
+      return range
+        ? `Some of these days have no data yet. Choose days from ${range}.`
+        : "No day has data yet: the daily run has not processed any.";
+    }
+    if (/trimmed or never seen/.test(message)) {
+      return "This filter cannot be used on some of these days (the attribute has too many different values, or was not recorded). Remove the filter or choose other days.";
+    }
+    if (/daily chart covers at most/.test(message)) {
+      return "The daily chart shows at most 92 days. Choose a shorter range.";
+    }
+    return "This audience cannot be counted over these days. Choose other days.";
+  }
+  if (error.code === "invalid_query") {
+    return "This audience is not complete yet. Check the highlighted criterion.";
+  }
+  if (error.code === "duplicate_name") return "An audience with this name exists already. Choose another name.";
+  if (error.code === "segment_taken") return "This segment id is already in use. Choose another segment id.";
+  if (error.code === "concurrent_change") return "Someone else is changing this audience right now. Try again in a moment.";
+  if (error.code === "unknown_audience") return "This audience no longer exists (it was deleted). The list is up to date again.";
+  if (error.status === 400) return "Some of what was entered is not valid. Check the fields and try again.";
+  return "Something went wrong. Try again; if it lasts, tell your administrator.";
+}
+
+// Shows ``error`` (an API error) or a plain ``text`` in ``container``.
+function showMessage(container, error, words) {
+  const plain = text("span", words === undefined ? plainError(error) : words);
+  if (!error) {
+    container.replaceChildren(plain);
+    return;
+  }
+  const details = document.createElement("details");
+  details.className = "technical";
+  const facts = [error.code || `HTTP ${error.status || "?"}`, error.message];
+  if (error.path) facts.push(`at ${error.path}`);
+  details.append(text("summary", "Technical details"), text("code", facts.join(": ")));
+  container.replaceChildren(plain, details);
+}
+
+function clearMessages() {
+  for (const box of document.querySelectorAll(".message")) box.replaceChildren();
+}
+
 // --- connecting -------------------------------------------------------------------------------
 
 async function connect(key) {
@@ -55,7 +117,9 @@ async function connect(key) {
   try {
     state.catalog = await api("GET", "/v1/discovery/apps");
   } catch (error) {
-    $("#key-status").textContent = error.status === 401 ? "unknown API key" : error.message;
+    if (error.status === 401) {
+      showMessage($("#key-status"), error, "unknown API key: check it and connect again");
+    } else showMessage($("#key-status"), error);
     $("#builder").hidden = true;
     return;
   }
@@ -63,9 +127,9 @@ async function connect(key) {
   $("#key-status").textContent = `${state.catalog.apps.length} apps`;
   const select = $("#app");
   select.replaceChildren(...state.catalog.apps.map((app) => new Option(app.app_id, app.app_id)));
-  $("#latest-day").textContent = state.catalog.latest_built_day
-    ? `latest built day ${state.catalog.latest_built_day}`
-    : "no day built yet";
+  $("#data-days").textContent = dataRange()
+    ? `Data ready for ${dataRange()}; later days appear once the daily run has processed them.`
+    : "No day has data yet: the daily run has not processed any.";
   $("#builder").hidden = false;
   $("#criteria").replaceChildren();
   state.criteria = [];
@@ -90,9 +154,19 @@ function addCriterion(preset) {
   const events = $(".event-type", element);
   events.replaceChildren(...app.event_types.map((e) => new Option(e.event_type, e.event_type)));
   const latest = state.catalog.latest_built_day;
-  $(".date-from", element).value = latest || "";
-  $(".date-to", element).value = latest || "";
-  $(".last-days", element).value = defaultLastDays(app);
+  for (const picker of element.querySelectorAll(".date-from, .date-to")) {
+    fillDays(picker, latest);
+    // A kept day without data goes once another day is picked: it cannot be picked again.
+    picker.addEventListener("change", () => fillDays(picker, picker.value));
+  }
+  const lastDays = $(".last-days", element);
+  const built = state.catalog.built_days;
+  lastDays.max = String(built.length ? daysBetween(built[0], latest) + 1 : 1);
+  lastDays.value = defaultLastDays(app);
+  for (const control of element.querySelectorAll(".mode-last, .mode-range, .last-days")) {
+    control.addEventListener("input", () => syncDates(element));
+    control.addEventListener("change", () => syncDates(element));
+  }
   $("#criteria").append(element);
   state.criteria.push({ id, element });
   element.addEventListener("input", scheduleEstimate);
@@ -104,9 +178,56 @@ function addCriterion(preset) {
   $(".remove", element).addEventListener("click", () => removeCriterion(id));
   $(".add-filter", element).addEventListener("click", () => addFilter(element));
   if (preset) applyPreset(element, preset);
+  syncDates(element);
   relabel();
   scheduleEstimate();
   return element;
+}
+
+function daysBetween(first, last) {
+  return Math.round((Date.parse(last) - Date.parse(first)) / 86400000);
+}
+
+function addDays(day, count) {
+  return new Date(Date.parse(day) + count * 86400000).toISOString().slice(0, 10);
+}
+
+// The days from the first to the latest with data: days without data (a gap) are listed but
+// cannot be picked, and say why; a saved audience's day outside them is kept, marked.
+function fillDays(select, chosen) {
+  const built = new Set(state.catalog.built_days);
+  const days = state.catalog.built_days;
+  const options = [];
+  if (days.length) {
+    for (let day = days[0]; day <= days[days.length - 1]; day = addDays(day, 1)) {
+      const option = new Option(built.has(day) ? day : `${day} (no data)`, day);
+      option.disabled = !built.has(day);
+      options.push(option);
+    }
+  }
+  if (chosen && !options.some((option) => option.value === chosen)) {
+    options.push(new Option(`${chosen} (no data)`, chosen));
+  }
+  select.replaceChildren(...options);
+  if (chosen) select.value = chosen;
+}
+
+// One date mode at a time: the other's fields are disabled. "The last N days with data" is
+// shown as the dates it covers (the engine counts back from the latest day with data).
+function syncDates(element) {
+  const last = $(".mode-last", element).checked;
+  $(".last-days", element).disabled = !last;
+  $(".date-from", element).disabled = last;
+  $(".date-to", element).disabled = last;
+  const span = $(".last-span", element);
+  const latest = state.catalog.latest_built_day;
+  const count = Number($(".last-days", element).value);
+  if (!last || !latest || !(count >= 1)) {
+    span.textContent = "";
+    return;
+  }
+  const first = addDays(latest, -(count - 1));
+  span.textContent = count === 1 ? `= ${latest}` : `= ${first} to ${latest}`;
 }
 
 // A week, or fewer when the app's first built day is more recent: a new criterion answers.
@@ -155,10 +276,13 @@ async function addFilter(element, preset) {
   item.className = "filter";
   const names = document.createElement("select");
   names.className = "attribute-name";
+  names.setAttribute("aria-label", "attribute");
   const values = document.createElement("select");
   values.className = "attribute-value";
+  values.setAttribute("aria-label", "value");
   const remove = text("button", "✕", "remove-filter");
   remove.type = "button";
+  remove.setAttribute("aria-label", "remove filter");
   item.append(names, text("span", " = "), values, remove);
   $(".filters", element).append(item);
   remove.addEventListener("click", () => {
@@ -169,7 +293,7 @@ async function addFilter(element, preset) {
   try {
     discovered = await attributesOf(eventType);
   } catch (error) {
-    $(".criterion-error", element).textContent = error.message;
+    showMessage($(".criterion-error", element), error);
     discovered = { attributes: [], day: null };
     if (!preset) return;
   }
@@ -215,9 +339,10 @@ async function applyPreset(element, preset) {
     $(".last-days", element).value = preset.last_days;
   } else {
     $(".mode-range", element).checked = true;
-    $(".date-from", element).value = preset.date_from;
-    $(".date-to", element).value = preset.date_to;
+    fillDays($(".date-from", element), preset.date_from);
+    fillDays($(".date-to", element), preset.date_to);
   }
+  syncDates(element);
   $(".min-count", element).value = preset.min_count || 1;
   for (const [name, value] of Object.entries(preset.attributes || {})) {
     await addFilter(element, { name, value });
@@ -299,8 +424,8 @@ function scheduleEstimate() {
 }
 
 function clearErrors() {
-  for (const { element } of state.criteria) $(".criterion-error", element).textContent = "";
-  $("#answer-error").textContent = "";
+  for (const { element } of state.criteria) $(".criterion-error", element).replaceChildren();
+  $("#answer-error").replaceChildren();
 }
 
 function showError(error, tree) {
@@ -310,8 +435,8 @@ function showError(error, tree) {
   paths.forEach((path, i) => {
     if (where === path || where.startsWith(`${path}.`)) index = i;
   });
-  if (index >= 0) $(".criterion-error", state.criteria[index].element).textContent = error.message;
-  else $("#answer-error").textContent = error.message;
+  const box = index >= 0 ? $(".criterion-error", state.criteria[index].element) : $("#answer-error");
+  showMessage(box, error);
 }
 
 async function runEstimate() {
@@ -328,6 +453,9 @@ async function runEstimate() {
     $("#range").textContent = answer.exact
       ? "exact count"
       : `95% range ${formatCount(answer.lower_95)} – ${formatCount(answer.upper_95)}`;
+    const first = answer.leaf_dates.map((d) => d.date_from).sort()[0];
+    const last = answer.leaf_dates.map((d) => d.date_to).sort().at(-1);
+    $("#counted-days").textContent = first === last ? `users seen on ${first}` : `users seen from ${first} to ${last}`;
     $("#warnings").replaceChildren(...answer.warnings.map((w) => text("li", w)));
     state.lastTree = tree;
     drawChart(tree, seq);
@@ -335,6 +463,7 @@ async function runEstimate() {
     if (seq !== state.estimateSeq) return;
     $("#estimate").textContent = "–";
     $("#range").textContent = "";
+    $("#counted-days").textContent = "";
     $("#warnings").replaceChildren();
     $("#chart").replaceChildren();
     showError(error, tree);
@@ -357,7 +486,11 @@ async function drawChart(tree, seq) {
   try {
     answer = await api("POST", "/v1/audiences/daily", tree);
   } catch (error) {
-    if (seq === state.estimateSeq) $("#chart").replaceChildren(text("p", error.message, "hint"));
+    if (seq === state.estimateSeq) {
+      const box = text("div", "", "hint");
+      showMessage(box, error);
+      $("#chart").replaceChildren(box);
+    }
     return;
   }
   if (seq !== state.estimateSeq) return;
@@ -366,7 +499,13 @@ async function drawChart(tree, seq) {
   const height = 160;
   const top = Math.max(1, ...days.map((d) => d.upper_95));
   const step = width / Math.max(days.length, 1);
-  const chart = svg("svg", { viewBox: `0 -16 ${width} ${height + 46}`, class: "daily-chart" });
+  const chart = svg("svg", {
+    viewBox: `0 -16 ${width} ${height + 46}`,
+    class: "daily-chart",
+    role: "img",
+    "aria-labelledby": "chart-title",
+    "aria-describedby": "chart-caption",
+  });
   days.forEach((d, i) => {
     const x = i * step;
     const barHeight = (d.estimate / top) * height;
@@ -414,6 +553,7 @@ async function loadSaved() {
       const pick = document.createElement("input");
       pick.type = "checkbox";
       pick.className = "compare";
+      pick.setAttribute("aria-label", `compare ${audience.name}`);
       pick.addEventListener("change", updateOverlapButton);
       const name = text("td", audience.name, "name");
       const activation = document.createElement("td");
@@ -426,6 +566,7 @@ async function loadSaved() {
       ]) {
         const button = text("button", label, label.toLowerCase());
         button.type = "button";
+        button.setAttribute("aria-label", `${label} ${audience.name}`);
         button.addEventListener("click", handler);
         actions.append(button);
       }
@@ -439,32 +580,54 @@ async function loadSaved() {
 }
 
 function activationControls(audience) {
-  const box = document.createElement("span");
+  const box = document.createElement("div");
+  box.className = "activation";
   const current = audience.activation;
   const segment = document.createElement("input");
   segment.className = "segment";
   segment.placeholder = "segment id";
+  segment.maxLength = 64;
+  segment.setAttribute("aria-label", `segment id of ${audience.name}`);
   segment.value = current ? current.segment : "";
+  // Wide enough for the whole id (monospace: one column per character).
+  const fit = () => {
+    segment.size = Math.max(16, segment.value.length + 1);
+  };
+  fit();
+  segment.addEventListener("input", fit);
   const ttl = document.createElement("input");
   ttl.type = "number";
   ttl.className = "ttl";
   ttl.min = "1";
+  ttl.setAttribute("aria-label", `days a member keeps the segment of ${audience.name}`);
   ttl.value = current ? current.ttl_days : 30;
-  const toggle = text("button", current && current.active ? "Deactivate" : "Activate", "activate");
+  const active = Boolean(current && current.active);
+  const toggle = text("button", active ? "Deactivate" : "Activate", "activate");
   toggle.type = "button";
-  const status = text("span", "", "hint");
+  toggle.setAttribute("aria-label", `${active ? "Deactivate" : "Activate"} ${audience.name}`);
+  const status = text("div", "", "error message");
+  status.setAttribute("role", "status");
   toggle.addEventListener("click", async () => {
-    const active = !(current && current.active);
+    if (
+      active &&
+      !confirm(
+        `Deactivate "${audience.name}"? Profiles stop getting segment ${current.segment} from ` +
+          `the next daily run; members keep it until their ${current.ttl_days} days run out.`,
+      )
+    ) {
+      return;
+    }
     try {
       await api("PATCH", `/v1/audiences/saved/${audience.id}`, {
-        activation: { segment: segment.value, ttl_days: Number(ttl.value), active },
+        activation: { segment: segment.value, ttl_days: Number(ttl.value), active: !active },
       });
       await loadSaved();
     } catch (error) {
-      status.textContent = error.message;
+      showMessage(status, error);
     }
   });
-  box.append(segment, text("span", " TTL "), ttl, text("span", " days "), toggle, status);
+  const days = text("span", "days");
+  box.append(segment, text("span", "TTL"), ttl, days, toggle, status);
   return box;
 }
 
@@ -482,7 +645,7 @@ async function saveCurrent(event) {
     $("#save-name").value = "";
     await loadSaved();
   } catch (error) {
-    $("#save-status").textContent = error.message;
+    showMessage($("#save-status"), error);
   }
 }
 
@@ -492,14 +655,23 @@ async function renameSaved(audience) {
   try {
     await api("PATCH", `/v1/audiences/saved/${audience.id}`, { name });
   } catch (error) {
-    $("#save-status").textContent = error.message;
+    showMessage($("#save-status"), error);
   }
   await loadSaved();
 }
 
 async function deleteSaved(audience) {
-  if (!confirm(`Delete "${audience.name}"?`)) return;
-  await api("DELETE", `/v1/audiences/saved/${audience.id}`);
+  const activation = audience.activation;
+  const delivered =
+    activation && activation.active
+      ? ` Profiles stop getting segment ${activation.segment}; members keep it until their ${activation.ttl_days} days run out.`
+      : "";
+  if (!confirm(`Delete "${audience.name}"? This cannot be undone.${delivered}`)) return;
+  try {
+    await api("DELETE", `/v1/audiences/saved/${audience.id}`);
+  } catch (error) {
+    showMessage($("#save-status"), error);
+  }
   await loadSaved();
 }
 
@@ -521,7 +693,8 @@ async function openSaved(audience) {
     return true;
   };
   if (!unfold(audience.query)) {
-    $("#save-status").textContent = "this audience was not made with the builder: open it with the API";
+    $("#save-status").textContent =
+      "This audience was made through the API with a shape the builder cannot show: open it with the API.";
     return;
   }
   $("#app").value = presets[0].app_id;
@@ -538,7 +711,7 @@ async function showOverlap() {
   try {
     answer = await api("POST", "/v1/audiences/overlap", { ids });
   } catch (error) {
-    $("#save-status").textContent = error.message;
+    showMessage($("#save-status"), error);
     return;
   }
   $("#overlap").hidden = false;
@@ -634,6 +807,18 @@ function drawVenn(answer) {
 // --- start ------------------------------------------------------------------------------------
 
 document.addEventListener("DOMContentLoaded", () => {
+  // A message answers the action before it: the next action (a button, a changed field)
+  // clears every message first, so none outlives what it was about. Opening a message's
+  // technical details is no action.
+  const builder = $("#builder");
+  builder.addEventListener(
+    "click",
+    (event) => {
+      if (event.target.closest("button") && !event.target.closest("details")) clearMessages();
+    },
+    true,
+  );
+  builder.addEventListener("change", clearMessages, true);
   $("#key-form").addEventListener("submit", (event) => {
     event.preventDefault();
     connect($("#api-key").value.trim());
