@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "profile_store.cli.erasure",
     "profile_store.cli.kafka",
     "profile_store.cli.stream",
+    "profile_store.cli.send",
 )
 
 
