@@ -17,7 +17,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import pyarrow as pa
-from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, TopicPartition
+from confluent_kafka import (
+    OFFSET_INVALID,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    TopicPartition,
+)
 
 from profile_store.event_bus.settings import EventBusSettings
 from profile_store.events.arrow_rules import event_times
@@ -89,9 +95,12 @@ def observe_groups(
         )
     )
     try:
-        metadata = reader.list_topics(settings.topic, timeout=timeout).topics[settings.topic]
-        if metadata.error is not None:
+        metadata = reader.list_topics(settings.topic, timeout=timeout).topics.get(settings.topic)
+        if metadata is not None and metadata.error is not None:
             raise KafkaException(metadata.error)
+        if metadata is None:
+            missing = KafkaError(KafkaError._UNKNOWN_TOPIC, f"no topic {settings.topic!r}")
+            raise KafkaException(missing)
         partitions = [TopicPartition(settings.topic, p) for p in sorted(metadata.partitions)]
         highs = {
             tp.partition: reader.get_watermark_offsets(tp, timeout=timeout)[1] for tp in partitions
