@@ -152,7 +152,7 @@ def run_serve(args: argparse.Namespace) -> int:
     try:
         if bus is not None:
             producer = EventProducer(bus, delivery_timeout_s=delivery_timeout)
-            _ensure_topic(bus)
+            threading.Thread(target=_ensure_topic, args=(bus,), daemon=True).start()
         with _stop_on_signals(), hbase_pool(settings) as pool:
             with pool.connection() as connection:
                 ensure_audience_table(connection)
@@ -189,8 +189,9 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def _ensure_topic(bus: EventBusSettings) -> None:
-    """The events topic, created when missing; Kafka down at start is a warning, not a stop:
-    the collector answers 503 until Kafka is back."""
+    """The events topic, created when missing, beside the start (the service does not wait
+    for Kafka); Kafka down is a warning, not a stop: the collector answers 503 until it is
+    back."""
     try:
         topic = ensure_topic(bus, timeout=10.0)
     except TopicError as exc:

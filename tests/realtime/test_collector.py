@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import re
 import socket
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -16,6 +19,7 @@ import pytest
 from landing_files import drive, landed
 
 from profile_store.event_bus.settings import EventBusSettings
+from profile_store.event_bus.topics import ensure_topic
 from profile_store.lake.storage import LocalLakeStorage
 from profile_store.realtime.lake_sink import LakeSink, LakeSinkConfig
 from profile_store.service.routes.events import MAX_BODY_BYTES
@@ -56,33 +60,76 @@ def closed_port() -> int:
         return sock.getsockname()[1]
 
 
+START_BOUND_S = 180  # only against hanging forever: the machine may be loaded
+
+
+def start_serve(
+    command: list[str], log: Path, env: dict[str, str], processes: list[subprocess.Popen]
+) -> str:
+    """Start a serve command; its URL once uvicorn listens."""
+    with open(log, "wb") as out:
+        process = subprocess.Popen(command, cwd=REPO, stdout=out, stderr=subprocess.STDOUT, env=env)
+    processes.append(process)
+    deadline = time.monotonic() + START_BOUND_S
+    while time.monotonic() < deadline:
+        match = re.search(r"Uvicorn running on (http://\S+)", log.read_text())
+        if match:
+            return match.group(1)
+        assert process.poll() is None, log.read_text()
+        time.sleep(0.1)
+    raise AssertionError(f"serve did not start:\n{log.read_text()}")
+
+
+def serve_command(tenants: Path, gateway, *flags: str) -> list[str]:
+    command = [sys.executable, "-m", "profile_store.cli", "serve", "--port", "0"]
+    command += ["--tenants", str(tenants)]
+    command += ["--hbase-host", gateway.host, "--hbase-port", str(gateway.port), *flags]
+    return command
+
+
+def serve_env(bus: EventBusSettings | None, **more: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILES_KAFKA_")}
+    if bus is not None:
+        env["PROFILES_KAFKA_BOOTSTRAP_SERVERS"] = bus.bootstrap_servers
+        env["PROFILES_KAFKA_TOPIC"] = bus.topic
+    return {**env, **more}
+
+
 @pytest.fixture
-def collector(
-    serve_process, tmp_path, monkeypatch
-) -> Callable[..., tuple[str, subprocess.Popen, Path]]:
-    """Start ``profiles serve`` (its own embedded gateway) with the collector on ``bus``;
-    returns (URL, process, log path)."""
+def collector(builder_gateway, tmp_path) -> Iterator[Callable[..., tuple[str, Path]]]:
+    """Start ``profiles serve`` (over the session's builder gateway) with the collector on a
+    bus (None: Kafka not configured); returns (URL, log path)."""
     tenants = tmp_path / "tenants.json"
     tenants.write_text(json.dumps(TENANTS))
-    started = 0
+    processes: list[subprocess.Popen] = []
 
-    def start(bus: EventBusSettings | None, *flags: str, **env: str):
-        nonlocal started
-        if bus is None:
-            monkeypatch.delenv("PROFILES_KAFKA_BOOTSTRAP_SERVERS", raising=False)
-        else:
-            monkeypatch.setenv("PROFILES_KAFKA_BOOTSTRAP_SERVERS", bus.bootstrap_servers)
-            monkeypatch.setenv("PROFILES_KAFKA_TOPIC", bus.topic)
-        for name, value in env.items():
-            monkeypatch.setenv(name, value)
-        command = [sys.executable, "-m", "profile_store.cli", "serve", "--port", "0"]
-        command += ["--tenants", str(tenants), "--lake", str(tmp_path / "lake")]
-        command += ["--hbase-data-dir", str(tmp_path / f"hbase-{started}"), *flags]
-        url, process = serve_process(command)
-        started += 1
-        return url, process, tmp_path / f"serve-{started - 1}.log"
+    def start(bus: EventBusSettings | None, *flags: str, **env: str) -> tuple[str, Path]:
+        log = tmp_path / f"serve-{len(processes)}.log"
+        command = serve_command(tenants, builder_gateway, *flags)
+        return start_serve(command, log, serve_env(bus, **env), processes), log
 
-    return start
+    yield start
+    for process in processes:
+        process.kill()
+        process.wait()
+
+
+@pytest.fixture(scope="module")
+def shared(kafka_broker, builder_gateway, tmp_path_factory) -> Iterator[str]:
+    """One service on one topic for the tests that only read answers; its URL."""
+    directory = tmp_path_factory.mktemp("shared-collector")
+    tenants = directory / "tenants.json"
+    tenants.write_text(json.dumps(TENANTS))
+    bus = EventBusSettings(
+        bootstrap_servers=kafka_broker.bootstrap_servers, topic="collector-shared", partitions=2
+    )
+    ensure_topic(bus)
+    processes: list[subprocess.Popen] = []
+    command = serve_command(tenants, builder_gateway)
+    yield start_serve(command, directory / "serve.log", serve_env(bus), processes)
+    for process in processes:
+        process.kill()
+        process.wait()
 
 
 def sink_until(bus: EventBusSettings, storage: LocalLakeStorage, count: int) -> list[bytes]:
@@ -98,7 +145,7 @@ def sink_until(bus: EventBusSettings, storage: LocalLakeStorage, count: int) -> 
 
 
 def test_accepted_events_land_in_the_lake_exactly_once(collector, bus, tmp_path):
-    url, _, _ = collector(bus)
+    url, _ = collector(bus)
     sent = [event(f"e{i}") for i in range(20)]
     sent.append(event("idfa-1", user_id="ab12cd34-0000-4000-8000-00000000abcd", id_type="idfa"))
     body = lines(*sent, event("bad", user_id=""))
@@ -116,15 +163,15 @@ def test_accepted_events_land_in_the_lake_exactly_once(collector, bus, tmp_path)
     assert idfa["user_id"] == "AB12CD34-0000-4000-8000-00000000ABCD"  # ingest's spelling
 
 
-def test_one_json_event_is_accepted(collector, bus):
-    url, _, _ = collector(bus)
+def test_one_json_event_is_accepted(shared):
+    url = shared
     answer = httpx.post(f"{url}/v1/events", json=event("one"), headers={"X-API-Key": SHOP_KEY})
     assert answer.status_code == 202, answer.text
     assert answer.json() == {"accepted": 1, "rejected": []}
 
 
-def test_rejected_lines_come_back_with_their_index_and_quarantine_reason(collector, bus):
-    url, _, _ = collector(bus)
+def test_rejected_lines_come_back_with_their_index_and_quarantine_reason(shared):
+    url = shared
     body = lines(
         event("a"),
         b"not json",
@@ -143,8 +190,8 @@ def test_rejected_lines_come_back_with_their_index_and_quarantine_reason(collect
     ]
 
 
-def test_a_body_of_rejected_lines_only_is_422_with_the_list(collector, bus):
-    url, _, _ = collector(bus)
+def test_a_body_of_rejected_lines_only_is_422_with_the_list(shared):
+    url = shared
     body = lines(event("a", event_type=" "), b"[1]")
     answer = httpx.post(f"{url}/v1/events", content=body, headers={**NDJSON, "X-API-Key": SHOP_KEY})
     assert answer.status_code == 422
@@ -155,16 +202,16 @@ def test_a_body_of_rejected_lines_only_is_422_with_the_list(collector, bus):
     ]
 
 
-def test_a_body_over_the_bound_is_413_before_it_is_read(collector, bus):
-    url, _, _ = collector(bus)
+def test_a_body_over_the_bound_is_413_before_it_is_read(shared):
+    url = shared
     body = b"x" * (MAX_BODY_BYTES + 1)
     answer = httpx.post(f"{url}/v1/events", content=body, headers={**NDJSON, "X-API-Key": SHOP_KEY})
     assert answer.status_code == 413
     assert answer.json()["error"] == "body_too_large"
 
 
-def test_a_tenant_may_send_only_its_own_apps(collector, bus):
-    url, _, _ = collector(bus)
+def test_a_tenant_may_send_only_its_own_apps(shared):
+    url = shared
     body = lines(event("mine"), event("theirs", app_id="com.rival"))
     answer = httpx.post(f"{url}/v1/events", content=body, headers={**NDJSON, "X-API-Key": SHOP_KEY})
     assert answer.status_code == 202
@@ -178,7 +225,7 @@ def test_a_tenant_may_send_only_its_own_apps(collector, bus):
 
 def test_kafka_unreachable_is_503_with_retry_after_and_nothing_accepted(collector, bus):
     down = EventBusSettings(bootstrap_servers=f"127.0.0.1:{closed_port()}", topic=bus.topic)
-    url, _, log = collector(
+    url, log = collector(
         down, "--metrics-port", "0", PROFILES_COLLECTOR_DELIVERY_TIMEOUT_SECONDS="2"
     )
     body = lines(event("a"), event("b"), b"not json")
@@ -195,7 +242,7 @@ def test_kafka_unreachable_is_503_with_retry_after_and_nothing_accepted(collecto
 
 
 def test_without_kafka_configured_the_route_is_503_kafka_not_configured(collector):
-    url, _, _ = collector(None)
+    url, _ = collector(None)
     answer = httpx.post(f"{url}/v1/events", json=event("a"), headers={"X-API-Key": SHOP_KEY})
     assert answer.status_code == 503
     assert answer.json()["error"] == "kafka_not_configured"
@@ -207,15 +254,11 @@ def test_without_kafka_configured_the_route_is_503_kafka_not_configured(collecto
 
 
 def scrape(log: Path) -> str:
-    import re
-
     port = re.search(r"metrics on http://127\.0\.0\.1:(\d+)/metrics", log.read_text()).group(1)
     return httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=30).text
 
 
 def sample(metrics: str, name: str, **labels: str) -> float:
-    import re
-
     for line in metrics.splitlines():
         parsed = re.fullmatch(r"(\w+)(?:\{(.*)\})? (\S+)", line)
         if parsed is None or parsed.group(1) != name:
@@ -226,7 +269,7 @@ def sample(metrics: str, name: str, **labels: str) -> float:
 
 
 def test_the_metrics_count_accepted_and_rejected_events_and_the_delivery_time(collector, bus):
-    url, _, log = collector(bus, "--metrics-port", "0")
+    url, log = collector(bus, "--metrics-port", "0")
     body = lines(event("a"), event("b"), b"x", event("d", app_id="com.rival"))
     answer = httpx.post(f"{url}/v1/events", content=body, headers={**NDJSON, "X-API-Key": SHOP_KEY})
     assert answer.status_code == 202
@@ -244,7 +287,7 @@ def test_profiles_send_replays_a_generated_landing_file(collector, bus, tmp_path
     generate_lake(tmp_path / "generated", days=1, events_per_day=3000, seed=3)
     files = sorted((tmp_path / "generated" / "landing").rglob("*.jsonl.gz"))
     all_lines = [line for f in files for line in gzip.decompress(f.read_bytes()).splitlines()]
-    url, _, _ = collector(bus)
+    url, _ = collector(bus)
     command = [sys.executable, "-m", "profile_store.cli", "send", *map(str, files)]
     command += ["--url", url, "--key", ADMIN_KEY, "--batch-lines", "500", "--json"]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
@@ -273,7 +316,7 @@ def test_profiles_send_replays_a_generated_landing_file(collector, bus, tmp_path
 
 
 def test_profiles_send_with_a_refused_key_exits_2(collector, bus, tmp_path):
-    url, _, _ = collector(bus)
+    url, _ = collector(bus)
     file = tmp_path / "events.jsonl"
     file.write_bytes(lines(event("a")))
     command = [sys.executable, "-m", "profile_store.cli", "send", str(file), "--url", url]

@@ -122,6 +122,7 @@ def events_router(
         responses={
             202: {"description": "Every accepted event is in Kafka; rejected lines listed."},
             400: error_doc("The body holds no event."),
+            401: error_doc("Missing or unknown API key."),
             413: error_doc(f"The body exceeds {MAX_BODY_BYTES} bytes (not read)."),
             415: error_doc(f"Not {JSON} or {NDJSON}."),
             422: {"model": NoEventAccepted, "description": "Every line was rejected."},
