@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from profile_store.cli.argument_types import positive_int, whole_number
+from profile_store.cli.argument_types import positive_int, positive_number, whole_number
 from profile_store.cli.conventions import EXIT_FAILURE, EXIT_INPUT, EXIT_OK, add_json_option
 
 URL_VARIABLE = "PROFILES_COLLECTOR_URL"
@@ -99,7 +99,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="tries again of a batch answered 503, after its Retry-After (default %(default)s)",
     )
     parser.add_argument(
-        "--timeout", type=float, default=60.0, help="seconds per request (default %(default)s)"
+        "--timeout",
+        type=positive_number,
+        default=60.0,
+        help="seconds per request (default %(default)s)",
     )
     add_json_option(parser)
     parser.set_defaults(func=run_send)
