@@ -12,7 +12,9 @@ with its endpoints (saved audiences in the HBase table ``audiences``, created at
 the same command under its older name. It runs until SIGINT/SIGTERM, then closes the pool (and
 the embedded gateway, when it started one) and exits 0. Exit codes and HBase flags are
 ``conventions``'. Connections get a deadline on their headers (``service.server``); with
-``--metrics-port``, Prometheus metrics are served on that port (``service.metrics``).
+``--metrics-port``, Prometheus metrics are served on that port (``service.metrics``). With
+``PROFILES_KAFKA_BOOTSTRAP_SERVERS`` set, ``POST /v1/events`` writes events to Kafka
+(``routes/events``); unset, it answers 503 ``kafka_not_configured``.
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import signal
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profile_store.audiences.sketch_table import SKETCH_TABLE, sketch_table_opener
 from profile_store.cli.argument_types import port_number
@@ -38,7 +42,14 @@ from profile_store.cli.conventions import (
     shorten_usage,
 )
 
+if TYPE_CHECKING:
+    from profile_store.event_bus.settings import EventBusSettings
+
 logger = logging.getLogger(__name__)
+
+KAFKA_VARIABLE = "PROFILES_KAFKA_BOOTSTRAP_SERVERS"
+DELIVERY_TIMEOUT_VARIABLE = "PROFILES_COLLECTOR_DELIVERY_TIMEOUT_SECONDS"
+DEFAULT_DELIVERY_TIMEOUT_S = 10.0
 
 SERVE_HELP = "serve the audience and profile HTTP API (OpenAPI at /docs)"
 
@@ -102,12 +113,15 @@ def run_serve(args: argparse.Namespace) -> int:
     from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
     from profile_store.audiences.saved import ensure_table as ensure_audience_table
     from profile_store.erasure.requests import max_profiles_from_env
+    from profile_store.event_bus.producer import EventProducer
+    from profile_store.event_bus.settings import EventBusSettings, EventBusSettingsError
     from profile_store.hbase.pool import hbase_pool, table_opener
     from profile_store.lake.settings import LakeSettings
     from profile_store.profiles.reads import ProfileReader, key_types_from_env
     from profile_store.profiles.table import PROFILE_TABLE
+    from profile_store.realtime.collector import EventCollector
     from profile_store.service.app import create_app
-    from profile_store.service.conventions import body_timeout_s
+    from profile_store.service.conventions import body_timeout_s, seconds_setting
     from profile_store.service.metrics import serve_metrics
     from profile_store.service.routes.erasure import ErasureDesk
     from profile_store.service.server import deadline_protocol, header_timeout_s
@@ -121,10 +135,12 @@ def run_serve(args: argparse.Namespace) -> int:
         erasure_bound = max_profiles_from_env()  # a bad PROFILES_ERASURE_MAX_PROFILES: exit 2
         body_timeout_s()  # a bad PROFILES_HTTP_BODY_TIMEOUT_SECONDS stops the start, not a request
         header_timeout = header_timeout_s()
+        bus = EventBusSettings.from_env() if os.environ.get(KAFKA_VARIABLE) else None
+        delivery_timeout = seconds_setting(DELIVERY_TIMEOUT_VARIABLE, DEFAULT_DELIVERY_TIMEOUT_S)
     except TenantConfigError as exc:
         print(f"error: tenants: {exc}", file=sys.stderr)
         return EXIT_INPUT
-    except ValueError as exc:
+    except (ValueError, EventBusSettingsError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INPUT
     level = args.log_level.upper()
@@ -137,7 +153,11 @@ def run_serve(args: argparse.Namespace) -> int:
         print(f"error: metrics port {args.metrics_port}: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     server: uvicorn.Server | None = None
+    producer = None
     try:
+        if bus is not None:
+            producer = EventProducer(bus, delivery_timeout_s=delivery_timeout)
+            threading.Thread(target=_ensure_topic, args=(bus,), daemon=True).start()
         with _stop_on_signals(), hbase_pool(settings) as pool:
             with pool.connection() as connection:
                 ensure_audience_table(connection)
@@ -149,6 +169,7 @@ def run_serve(args: argparse.Namespace) -> int:
                 ErasureDesk(
                     lake.storage(), table_opener(pool, PROFILE_TABLE), key_types, erasure_bound
                 ),
+                EventCollector(producer) if producer is not None else None,
             )
             logger.info("service: %d tenants, HBase: %s", len(tenants), settings.describe())
             server = uvicorn.Server(
@@ -164,10 +185,31 @@ def run_serve(args: argparse.Namespace) -> int:
     except _Stopped as stopped:
         logger.info("service stopped by %s", stopped)
     finally:
+        if producer is not None:
+            producer.close()
         if metrics is not None:
             metrics.shutdown()
             metrics.server_close()
     return EXIT_OK if server is not None and server.started else EXIT_FAILURE
+
+
+def _ensure_topic(bus: EventBusSettings) -> None:
+    """The events topic, created when missing, beside the start (the service does not wait
+    for Kafka); Kafka down is a warning, not a stop: the collector answers 503 until it is
+    back."""
+    from profile_store.event_bus.topics import TopicError, ensure_topic
+
+    try:
+        topic = ensure_topic(bus, timeout=10.0)
+    except TopicError as exc:
+        logger.warning("collector: Kafka at %s: %s", bus.bootstrap_servers, exc)
+        return
+    logger.info(
+        "collector: topic %r (%d partitions) on %s",
+        topic.name,
+        topic.partitions,
+        bus.bootstrap_servers,
+    )
 
 
 class _Stopped(Exception):

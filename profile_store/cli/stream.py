@@ -19,7 +19,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 from confluent_kafka import KafkaException
 
-from profile_store.cli.argument_types import positive_number, whole_number
+from profile_store.cli.argument_types import port_number, positive_number, whole_number
 from profile_store.cli.conventions import EXIT_FAILURE, EXIT_INPUT
 from profile_store.event_bus.consumer import ConsumeError
 from profile_store.event_bus.settings import EventBusSettings, EventBusSettingsError
@@ -34,6 +34,7 @@ from profile_store.realtime.lake_sink import (
     LakeSinkConfig,
     SinkError,
 )
+from profile_store.realtime.sink_metrics import ConsumerMetrics
 
 logger = logging.getLogger("profile_store.realtime")
 
@@ -85,6 +86,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=DEFAULT_FLUSH_BYTES / 2**20,
         help="... or once this many MiB of events are held (default %(default)s)",
     )
+    sink.add_argument(
+        "--metrics-port",
+        type=port_number,
+        help="serve Prometheus metrics (lag, events written, write time) at /metrics on this "
+        "port, without a key (0 picks a free one; default: none)",
+    )
+    sink.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        help="address of the metrics listener (default %(default)s: this machine only)",
+    )
     sink.add_argument("--log-level", default="INFO", help="Python logging level (default INFO)")
     sink.set_defaults(func=run_lake_sink)
     return parser
@@ -108,6 +120,17 @@ def run_lake_sink(args: argparse.Namespace) -> int:
     except (EventBusSettingsError, ValueError) as error:
         print(f"profiles stream lake-sink: {error}", file=sys.stderr)
         return EXIT_INPUT
+    metrics = ConsumerMetrics("lake_sink") if args.metrics_port is not None else None
+    listener = None
+    if metrics is not None:
+        try:
+            listener = metrics.serve(args.metrics_host, args.metrics_port)
+        except OSError as error:
+            print(
+                f"profiles stream lake-sink: metrics port {args.metrics_port}: {error}",
+                file=sys.stderr,
+            )
+            return EXIT_FAILURE
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
@@ -121,7 +144,12 @@ def run_lake_sink(args: argparse.Namespace) -> int:
             storage.root,
             config.group_id,
         )
-        LakeSink(settings, storage, config).start().run(stop)
+        sink = LakeSink(
+            settings, storage, config, on_written=None if metrics is None else metrics.written
+        )
+        sink.start().run(
+            stop, after_step=None if metrics is None else lambda: metrics.refresh_lag(sink.lag)
+        )
     except (
         TopicError,
         ConsumeError,
@@ -133,5 +161,8 @@ def run_lake_sink(args: argparse.Namespace) -> int:
     ) as error:
         print(f"profiles stream lake-sink: {error}", file=sys.stderr)
         return EXIT_FAILURE
+    finally:
+        if listener is not None:
+            listener.shutdown()
     logger.info("lake sink stopped")
     return 0

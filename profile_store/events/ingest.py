@@ -10,11 +10,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from profile_store.events.json_lines import LINE
+from profile_store.events.rules import REASONS
 from profile_store.events.schema import QUARANTINED_FIELDS, SOURCE_FILE
 from profile_store.events.unreadable_files import UnreadableFile, unreadable_files
 from profile_store.events.validation import (
     COPY,
-    REASONS,
     ValidationRules,
     check_lines,
     clean_events,

@@ -15,12 +15,14 @@ from fastapi.responses import RedirectResponse
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.saved import SavedAudiences
 from profile_store.profiles.reads import ProfileReader
+from profile_store.realtime.collector import EventCollector
 from profile_store.service.api_docs import DOCS_PATH, install_offline_docs
 from profile_store.service.conventions import (
     admin_dependency,
     document_request_errors,
     install_error_handlers,
     install_options,
+    sender_dependency,
     tenant_dependency,
 )
 from profile_store.service.edge import install_edge
@@ -28,6 +30,7 @@ from profile_store.service.routes.audiences import audience_router, query_schema
 from profile_store.service.routes.builder import builder_router
 from profile_store.service.routes.builder_page import install_builder_page
 from profile_store.service.routes.erasure import ErasureDesk, erasure_router
+from profile_store.service.routes.events import events_router
 from profile_store.service.routes.profiles import profile_router
 from profile_store.service.tenants import Tenants
 
@@ -68,6 +71,7 @@ def create_app(
     profiles: ProfileReader | None = None,
     saved: SavedAudiences | None = None,
     erasure: ErasureDesk | None = None,
+    collector: EventCollector | None = None,
 ) -> FastAPI:
     """The service answering from ``engine``, with access controlled by ``tenants``.
 
@@ -75,7 +79,9 @@ def create_app(
     under the same API keys and error body: one service, one port, one HBase pool. With
     ``saved``, it serves the audience builder: its page at ``/`` and its endpoints
     (``routes/builder.py``: discovery, daily charts, saved audiences, overlaps). With
-    ``erasure``, the admin endpoints of erasure requests (``routes/erasure.py``).
+    ``erasure``, the admin endpoints of erasure requests (``routes/erasure.py``). The
+    collector (``routes/events.py``) is always there; without ``collector`` (Kafka not
+    configured) it checks events and answers 503 instead of accepting them.
     """
     tags = [{"name": "audiences", "description": "Audience size estimates"}]
     if saved is not None:
@@ -87,6 +93,7 @@ def create_app(
         tags.append({"name": "profiles", "description": PROFILES_TAG})
     if erasure is not None:
         tags.append({"name": "erasure", "description": "Forget a person (admin keys only)"})
+    tags.append({"name": "events", "description": "The collector: events into Kafka"})
     app = FastAPI(
         title="Audience estimates" if profiles is None else "Audiences and profiles",
         version=API_VERSION,
@@ -103,6 +110,7 @@ def create_app(
         app.include_router(profile_router(profiles, current_tenant))
     if erasure is not None:
         app.include_router(erasure_router(erasure, admin_dependency(tenants)))
+    app.include_router(events_router(collector or EventCollector(None), sender_dependency(tenants)))
     if saved is not None:
         app.include_router(builder_router(engine, saved, current_tenant))
         install_builder_page(app)

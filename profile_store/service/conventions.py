@@ -211,13 +211,14 @@ def body_timeout_s(env: Mapping[str, str] | None = None) -> float:
 
 TENANT_KEY = "tenant"
 ADMIN_KEY = "admin"
+SENDER_KEY = "sender"  # a tenant's key (its own apps) or an admin's (any app)
 
 
 def key_refusal(tenants: Tenants, required: str, api_key: str | None) -> ApiError | None:
     """Why ``api_key`` may not call a route needing a ``required`` key (``TENANT_KEY`` or
     ``ADMIN_KEY``), or None: 401 missing or unknown, 403 a tenant's key where an admin's is
-    needed. An admin's key is no tenant's."""
-    if required == ADMIN_KEY and tenants.is_admin(api_key):
+    needed. An admin's key is no tenant's; ``SENDER_KEY`` takes either."""
+    if required in (ADMIN_KEY, SENDER_KEY) and tenants.is_admin(api_key):
         return None
     if tenants.authenticate(api_key) is None:
         return unauthorized(api_key)
@@ -272,6 +273,27 @@ def admin_dependency(tenants: Tenants) -> Callable[..., None]:
     return current_admin
 
 
+def sender_dependency(tenants: Tenants) -> Callable[..., Tenant | None]:
+    """A FastAPI dependency for routes that take events: the tenant of a tenant's key (which
+    may send its own apps), None for an admin's key (any app), else a 401; marked
+    ``requires_key`` as ``tenant_dependency`` is."""
+    api_key_header = APIKeyHeader(
+        name=API_KEY_HEADER,
+        auto_error=False,
+        description="A tenant's API key (events of its own apps) or an operator's key "
+        "(admin_api_keys: events of any app).",
+    )
+
+    def current_sender(api_key: Annotated[str | None, Security(api_key_header)]) -> Tenant | None:
+        refused = key_refusal(tenants, SENDER_KEY, api_key)
+        if refused is not None:
+            raise refused
+        return tenants.authenticate(api_key)
+
+    current_sender.requires_key = SENDER_KEY  # type: ignore[attr-defined]
+    return current_sender
+
+
 def json_object(body: Any, allowed: set[str]) -> dict:
     """``body`` as a JSON object of ``allowed`` fields, else the 400 naming what is wrong."""
     if not isinstance(body, dict):
@@ -286,48 +308,46 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 
 
-def json_body(max_bytes: int, what: str) -> Callable[[Request], Awaitable[Any]]:
-    """A FastAPI dependency: the body decoded as JSON, read only up to ``max_bytes``.
+async def bounded_body(request: Request, max_bytes: int, what: str) -> bytes:
+    """The request's body, read only up to ``max_bytes``: 413 past it (refused before the whole
+    body is read), 408 when it did not arrive within ``body_timeout_s()`` (a client that
+    announces more than it sends no longer holds a connection forever), 400 when the client
+    disconnected while sending (one log line); ``what`` names the expected body in messages."""
+    too_large = ApiError(413, "body_too_large", f"{what} exceeds {max_bytes} bytes", path="$")
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    timeout = body_timeout_s()
+    try:
+        async with asyncio.timeout(timeout):
+            async for chunk in request.stream():
+                size += len(chunk)
+                if size > max_bytes:
+                    raise too_large
+                chunks.append(chunk)
+    except TimeoutError:
+        logger.info(
+            "%s %s: body not received within %g s", request.method, request.url.path, timeout
+        )
+        raise ApiError(
+            408, "request_timeout", f"{what} did not arrive within {timeout:g} s", "$"
+        ) from None
+    except ClientDisconnect:
+        logger.info(
+            "%s %s: client disconnected while sending the body", request.method, request.url.path
+        )
+        raise ApiError(400, "client_disconnected", f"{what} was not sent completely", "$") from None
+    return b"".join(chunks)
 
-    Errors are 413 (too large, refused before the whole body is read), 408 (the body did not
-    arrive within ``body_timeout_s()``: a client that announces more than it sends no longer
-    holds a connection forever) or 400 (empty, not UTF-8, not JSON, ``NaN``, nested too
-    deeply); ``what`` names the expected body in messages. A client that disconnects while
-    sending is one log line.
-    """
+
+def json_body(max_bytes: int, what: str) -> Callable[[Request], Awaitable[Any]]:
+    """A FastAPI dependency: the body decoded as JSON, read by ``bounded_body``; 400 when it is
+    empty, not UTF-8, not JSON, ``NaN``, or nested too deeply."""
 
     async def body(request: Request) -> Any:
-        too_large = ApiError(413, "body_too_large", f"{what} exceeds {max_bytes} bytes", path="$")
-        declared = request.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > max_bytes:
-            raise too_large
-        chunks: list[bytes] = []
-        size = 0
-        timeout = body_timeout_s()
-        try:
-            async with asyncio.timeout(timeout):
-                async for chunk in request.stream():
-                    size += len(chunk)
-                    if size > max_bytes:
-                        raise too_large
-                    chunks.append(chunk)
-        except TimeoutError:
-            logger.info(
-                "%s %s: body not received within %g s", request.method, request.url.path, timeout
-            )
-            raise ApiError(
-                408, "request_timeout", f"{what} did not arrive within {timeout:g} s", "$"
-            ) from None
-        except ClientDisconnect:
-            logger.info(
-                "%s %s: client disconnected while sending the body",
-                request.method,
-                request.url.path,
-            )
-            raise ApiError(
-                400, "client_disconnected", f"{what} was not sent completely", "$"
-            ) from None
-        raw = b"".join(chunks)
+        raw = await bounded_body(request, max_bytes, what)
         if not raw.strip():
             raise ApiError(400, "invalid_json", f"empty body: expected {what}", "$")
         try:

@@ -65,6 +65,25 @@ HBASE_ERRORS = Counter(
     "reported one).",
     ["kind"],
 )
+COLLECTED_EVENTS = Counter(
+    "profiles_collector_accepted_events",
+    "Events POST /v1/events accepted and Kafka acknowledged.",
+)
+REJECTED_EVENTS = Counter(
+    "profiles_collector_rejected_events",
+    "Events POST /v1/events rejected, by reason (the quarantine's reason names, or "
+    "app_not_allowed).",
+    ["reason"],
+)
+UNDELIVERED_EVENTS = Counter(
+    "profiles_collector_undelivered_events",
+    "Accepted events Kafka did not acknowledge (the request was answered 503).",
+)
+DELIVERY_LATENCY = Histogram(
+    "profiles_collector_kafka_delivery_seconds",
+    "Time from a request's first message handed to the producer to the last acknowledgement.",
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0),
+)
 for _reason in REJECTION_REASONS:
     REJECTED.labels(_reason)
 for _kind in HBASE_ERROR_KINDS:
@@ -81,6 +100,19 @@ def record_answer(route: str, method: str, status: int, seconds: float) -> None:
     reason = _REJECTION_OF_STATUS.get(status)
     if reason is not None:
         REJECTED.labels(reason).inc()
+
+
+def record_collected(accepted: int, rejected: dict[str, int], delivery_seconds: float) -> None:
+    """One request of the collector: events accepted (and their delivery time), rejected."""
+    COLLECTED_EVENTS.inc(accepted)
+    for reason, count in rejected.items():
+        REJECTED_EVENTS.labels(reason).inc(count)
+    if accepted:
+        DELIVERY_LATENCY.observe(delivery_seconds)
+
+
+def record_undelivered(events: int) -> None:
+    UNDELIVERED_EVENTS.inc(events)
 
 
 def record_header_timeout() -> None:

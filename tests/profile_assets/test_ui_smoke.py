@@ -155,6 +155,7 @@ def test_the_landing_and_automation_sensors_are_on_and_the_schedule_listed(locat
         "landing_sensor": "RUNNING",
         "automation_sensor": "RUNNING",
         "erasure_sensor": "RUNNING",
+        "event_stream_sensor": "RUNNING",
     }
     assert set(schedules) == {"daily_pipeline_schedule", "erasure_job_schedule"}
 

@@ -149,7 +149,7 @@ def test_every_body_has_a_documented_bound_that_the_edge_enforces(app):
         for method in getattr(route, "methods", None) or ()
     }
     with_body = [(m, p, op) for m, p, op in operations(app) if "requestBody" in op]
-    assert len(with_body) == 7
+    assert len(with_body) == 8
     for method, path, op in with_body:
         bound = bounds[(method, path)]
         assert bound > 0, (method, path)

@@ -45,13 +45,21 @@ DOMAIN_REFUSALS = {
     ("POST", "/v1/audiences/saved"): QUERY_REFUSALS,
     ("PATCH", "/v1/audiences/saved/{audience_id}"): QUERY_REFUSALS,
     ("POST", "/v1/admin/erasure-requests"): {(422, "erasure_refused")},
+    ("POST", "/v1/events"): {
+        (503, "kafka_not_configured"),
+        (422, "no_event_accepted"),
+        (400, "no_events"),
+    },
 }
 """Operations whose schema-valid bodies may still be refused by a rule JSON Schema cannot
 state, with the documented refusals they may answer. A query tree: a 400 ``invalid_query`` (a
 leaf has a date range or ``last_days``, ``date_from`` is not after ``date_to``, at most 366
 days, 8 levels, 32 leaves), or a 422 ``unanswerable_query`` over days that hold no sketches. An
 erasure request: a 422 ``erasure_refused`` for a key the identity graph quarantines (``0``,
-``null``, a shared login) or a person beyond the bound. Every other refusal of a schema-valid
+``null``, a shared login) or a person beyond the bound. Events, on a service without Kafka: a
+503 ``kafka_not_configured`` for an accepted event, a 422 ``no_event_accepted`` for events
+only ingest's rules refuse (February 30, an app of another tenant), a 400 ``no_events`` for a
+body of blank lines. Every other refusal of a schema-valid
 body is a finding (``domain_rules_only``)."""
 
 
@@ -100,6 +108,7 @@ OPERATIONS = [
     ("POST", "/v1/audiences/overlap"),
     ("POST", "/v1/audiences/estimate"),
     ("GET", "/v1/health"),
+    ("POST", "/v1/events"),
 ]
 
 
