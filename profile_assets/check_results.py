@@ -10,7 +10,10 @@ def logged(context: AssetCheckExecutionContext, result: AssetCheckResult) -> Ass
     where whoever watches the run reads it first; the check's own page has the metadata."""
     if not result.passed:
         name = context.check_specs[0].name
-        context.log.error(f"check {name} did not pass: {result.description}")
+        log = (
+            context.log.warning if result.severity == AssetCheckSeverity.WARN else context.log.error
+        )
+        log(f"check {name} did not pass: {result.description}")
     return result
 
 
