@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 KAFKA_VARIABLE = "PROFILES_KAFKA_BOOTSTRAP_SERVERS"
-DELIVERY_TIMEOUT_VARIABLE = "PROFILES_COLLECTOR_DELIVERY_TIMEOUT_SECONDS"
-DEFAULT_DELIVERY_TIMEOUT_S = 10.0
 
 SERVE_HELP = "serve the audience and profile HTTP API (OpenAPI at /docs)"
 
@@ -121,11 +119,12 @@ def run_serve(args: argparse.Namespace) -> int:
     from profile_store.profiles.table import PROFILE_TABLE
     from profile_store.realtime.collector import EventCollector
     from profile_store.service.app import create_app
-    from profile_store.service.conventions import body_timeout_s, seconds_setting
+    from profile_store.service.conventions import body_timeout_s
     from profile_store.service.metrics import serve_metrics
     from profile_store.service.routes.erasure import ErasureDesk
     from profile_store.service.server import deadline_protocol, header_timeout_s
     from profile_store.service.tenants import TenantConfigError, Tenants
+    from profile_store.settings.definitions import COLLECTOR_DELIVERY_TIMEOUT_SECONDS
 
     try:
         tenants = Tenants.from_file(args.tenants)
@@ -136,7 +135,7 @@ def run_serve(args: argparse.Namespace) -> int:
         body_timeout_s()  # a bad PROFILES_HTTP_BODY_TIMEOUT_SECONDS stops the start, not a request
         header_timeout = header_timeout_s()
         bus = EventBusSettings.from_env() if os.environ.get(KAFKA_VARIABLE) else None
-        delivery_timeout = seconds_setting(DELIVERY_TIMEOUT_VARIABLE, DEFAULT_DELIVERY_TIMEOUT_S)
+        delivery_timeout = COLLECTOR_DELIVERY_TIMEOUT_SECONDS.read()
     except TenantConfigError as exc:
         print(f"error: tenants: {exc}", file=sys.stderr)
         return EXIT_INPUT

@@ -159,6 +159,14 @@ HTTP_BODY_TIMEOUT_SECONDS = Setting(
     minimum=0,
     above=True,
 )
+COLLECTOR_DELIVERY_TIMEOUT_SECONDS = Setting(
+    "PROFILES_COLLECTOR_DELIVERY_TIMEOUT_SECONDS",
+    "number",
+    10.0,
+    "seconds POST /v1/events waits for Kafka's acknowledgements before answering 503",
+    minimum=0,
+    above=True,
+)
 ERASURE_MAX_PROFILES = Setting(
     "PROFILES_ERASURE_MAX_PROFILES",
     "integer",
@@ -179,6 +187,7 @@ SETTINGS: tuple[Setting, ...] = (
     KAFKA_REPLICATION_FACTOR,
     HTTP_HEADER_TIMEOUT_SECONDS,
     HTTP_BODY_TIMEOUT_SECONDS,
+    COLLECTOR_DELIVERY_TIMEOUT_SECONDS,
     ERASURE_MAX_PROFILES,
 )
 
