@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from profile_store.cli.argument_types import integer, number
 from profile_store.cli.conventions import (
@@ -41,12 +41,6 @@ from profile_store.cli.conventions import (
     table_pool,
 )
 from profile_store.hbase.pool import table_opener
-from profile_store.identity.link_explanation import LinkExplanation, explain_link
-from profile_store.identity.settings import (
-    IDENTITY_CONFIG_ENV,
-    IdentityConfigError,
-    identity_rules_from_env,
-)
 from profile_store.lake.layout import IDENTITY_PROFILES
 from profile_store.lake.settings import LakeSettings
 from profile_store.profiles.bodies import batch_body, profile_body, segments_body
@@ -63,6 +57,9 @@ from profile_store.profiles.reads import (
     key_types_from_env,
 )
 from profile_store.profiles.table import PROFILE_TABLE
+
+if TYPE_CHECKING:
+    from profile_store.identity.link_explanation import LinkExplanation
 
 
 class UnknownProfile(Exception):
@@ -206,6 +203,15 @@ class ExplainedConnection:
 
 
 def _explained(reader: ProfileReader, args: argparse.Namespace) -> ExplainedConnection:
+    # The explanation reads the lake's identity areas (Arrow); the read commands import it only
+    # when asked, so that they start without Arrow or Spark.
+    from profile_store.identity.link_explanation import explain_link
+    from profile_store.identity.settings import (
+        IDENTITY_CONFIG_ENV,
+        IdentityConfigError,
+        identity_rules_from_env,
+    )
+
     connection = reader.connected(args.a, args.b)
     storage = LakeSettings.from_env(root=args.lake).storage()
     if not storage.exists(IDENTITY_PROFILES):
