@@ -79,6 +79,12 @@ REQUIREMENTS = (
         postgres_bindir,
     ),
     Requirement(
+        "npm",
+        "the accessibility test installs axe-core with it",
+        "install it first (Debian: apt-get install -y npm)",
+        lambda: shutil.which("npm"),
+    ),
+    Requirement(
         "the project's current entry points",
         "profiles run is registered in pyproject.toml",
         "install the project again (pip install -e '.[dev,postgres]'; make test does)",
