@@ -12,8 +12,8 @@ from test_ingest import DAY, event, write_landing
 
 from profile_store.events.ingest import ingest_day
 from profile_store.events.raw_lines import MAX_STRING_CHARACTERS, names_any
+from profile_store.events.rules import MAX_RAW_BYTES, ValidationRules
 from profile_store.events.schema import QUARANTINE_COLUMNS, QUARANTINE_SCHEMA
-from profile_store.events.validation import MAX_RAW_BYTES, ValidationRules
 from profile_store.lake.layout import landing_day, quarantine_day
 from profile_store.lake.storage import LocalLakeStorage
 
