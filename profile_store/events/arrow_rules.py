@@ -29,7 +29,7 @@ from profile_store.events.rules import (
     day_bounds,
 )
 
-# Spark's ``try_to_timestamp`` with ``yyyy-MM-dd'T'HH:mm:ss[.SSS]XXX`` (``validation``): letters
+# Spark's ``try_to_timestamp`` with its ISO-8601 offset patterns (``validation``): letters
 # in either case, 1 to 3 fraction digits, ``Z`` or an offset of at most 18 hours; the date and
 # time must exist (no February 30, no hour 24, no leap second).
 _TIME = (
