@@ -351,7 +351,7 @@ def test_a_bad_header_timeout_setting_stops_serve_with_exit_2(tmp_path, monkeypa
     tenants = tmp_path / "tenants.json"
     tenants.write_text(json.dumps(BUILDER_TENANTS))
     assert main(["serve", "--tenants", str(tenants)]) == 2
-    assert "PROFILES_HTTP_HEADER_TIMEOUT_SECONDS: must be greater than 0, got -1" in (
+    assert "PROFILES_HTTP_HEADER_TIMEOUT_SECONDS: expected a number > 0, got '-1'" in (
         capsys.readouterr().err
     )
 
