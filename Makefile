@@ -24,37 +24,38 @@ $(DAGSTER_HOME)/dagster.yaml: examples/dagster.local.yaml
 demo: java $(BIN)/.installed $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/python -m profile_assets.demo
 
+# ruff, and import-linter's contracts (.importlinter): the layers, top to bottom.
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 
 test: java lint
 	@command -v mvn >/dev/null 2>&1 || { echo "the conformance suite starts a real Apache HBase whose jars Maven resolves: install Maven first (Debian: apt-get install -y maven)"; exit 1; }
 	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "the production Dagster instance is tested on a PostgreSQL server the suite starts: install it first (Debian: apt-get install -y postgresql)"; exit 1; }
 	$(BIN)/pytest -n 2
 
-# `dagster dev` warns on every start that it is superseded by `dg dev` (a separate CLI that
-# needs its own project layout); that one warning is hidden, by exact message.
+# `dagster dev` with partitions from the lake's first day (unless PROFILES_START_DATE is set)
+# and the job page's automation tag agreeing with the automation sensor (profile_assets/local_ui.py).
 ui: java $(BIN)/.installed $(DAGSTER_HOME)/dagster.yaml
-	$(BIN)/python -W 'ignore:Function `dev_command` is superseded' -m dagster dev \
-		-w workspace.yaml -h 127.0.0.1 -p 3000
+	$(BIN)/python -m profile_assets.local_ui -w workspace.yaml -h 127.0.0.1 -p 3000
 
 # A real Apache HBase (standalone, Thrift-1 on port 9090) until Ctrl-C; the first run resolves
 # its jars with Maven into ~/.cache/adtech-profiles. It prints the variables that point the
 # pipeline at it.
 hbase: java $(BIN)/.installed
 	@command -v mvn >/dev/null 2>&1 || { echo "Apache HBase's jars are resolved by Maven: install it first (Debian: apt-get install -y maven)"; exit 1; }
-	$(BIN)/python -m profile_store.apache_hbase --data-dir data/apache-hbase --port 9090
+	$(BIN)/python -m profile_store.cli.launchers apache-hbase --data-dir data/apache-hbase --port 9090
 
 # A real Apache Kafka (one KRaft node, client port 9092) until Ctrl-C, for the real-time path; the
 # first run resolves its jars with Maven into ~/.cache/adtech-profiles. It prints the variable
 # that points the project at it.
 kafka: java $(BIN)/.installed
 	@command -v mvn >/dev/null 2>&1 || { echo "Apache Kafka's jars are resolved by Maven: install it first (Debian: apt-get install -y maven)"; exit 1; }
-	$(BIN)/python -m profile_store.launchers.kafka_broker --data-dir data/kafka --port 9092
+	$(BIN)/profiles kafka --data-dir data/kafka --port 9092
 
 spark-cluster: java $(BIN)/.installed
-	$(BIN)/python -m profile_store.spark_standalone --work-dir data/spark-standalone
+	$(BIN)/python -m profile_store.cli.launchers spark-standalone --work-dir data/spark-standalone
 
 clean:
 	rm -rf data .dagster_home

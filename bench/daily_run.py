@@ -40,7 +40,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hbase_gateway import machine  # noqa: E402  (bench/hbase_gateway.py)
 
 from profile_store.generator import generate_lake  # noqa: E402
-from profile_store.lake_layout import (  # noqa: E402
+from profile_store.lake.layout import (  # noqa: E402
     EVENTS,
     GROUND_TRUTH,
     LANDING,

@@ -53,7 +53,7 @@ def main() -> int:
     from profile_assets.erasure_assets import erasure
     from profile_store.erasure.forget import forget
     from profile_store.erasure.requests import GivenId
-    from profile_store.hbase_client import table_opener
+    from profile_store.hbase.pool import table_opener
     from profile_store.profiles.table import PROFILE_TABLE
     from resources import resources_from_env
 

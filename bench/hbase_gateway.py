@@ -9,7 +9,7 @@ Python does not share one GIL):
 * scan: ``Table.scan(batch_size=1000)`` over the whole table, rows/s summed over clients.
 
 Seeds are fixed and the data is generated, so runs are comparable. ``--against both`` runs the
-same workloads against a standalone Apache HBase (``profile_store/apache_hbase.py``, same
+same workloads against a standalone Apache HBase (``profile_store/launchers/apache_hbase.py``, same
 machine) and prints the gateway's ratio to it, per workload and client count. ``--workers 1,2``
 runs the gateway once per number of worker processes. Usage::
 
@@ -260,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
         runs.append((workers, summary, measured))
     workers, summary, measured = runs[0]
     if args.against == "both":
-        from profile_store.apache_hbase import HBASE_VERSION, ApacheHBase
+        from profile_store.launchers.apache_hbase import HBASE_VERSION, ApacheHBase
 
         with tempfile.TemporaryDirectory(prefix="apache-hbase-bench-") as hbase_dir:
             hbase = ApacheHBase(hbase_dir).start()

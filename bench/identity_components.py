@@ -81,7 +81,7 @@ def identity_graph(target_edges: int, seed: int) -> tuple[np.ndarray, np.ndarray
 def spark_session():
     from pyspark.sql import SparkSession
 
-    from resources.spark import spark_config_from_env
+    from profile_store.spark.session import spark_config_from_env
 
     os.environ.setdefault("SPARK_DRIVER_MEMORY", "12g")
     # Local Python workers (the components run numpy/scipy in mapInArrow) need this venv.
@@ -225,8 +225,8 @@ def thirty_day_lake(root: Path, day_edges: int, seed: int) -> dict:
 
 def bench_incremental(spark, work: Path, day_edges: int) -> dict:
     from profile_store.identity.pipeline import update_components
-    from profile_store.lake_layout import IDENTITY_COMPONENTS, day_dir
-    from profile_store.lake_storage import LocalLakeStorage
+    from profile_store.lake.layout import IDENTITY_COMPONENTS, day_dir
+    from profile_store.lake.storage import LocalLakeStorage
 
     root = work / "lake"
     shape = thirty_day_lake(root, day_edges, SEED)

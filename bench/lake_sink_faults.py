@@ -37,7 +37,7 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition  # noqa: E4
 from profile_store.event_bus.producer import DeliveryError, EventProducer  # noqa: E402
 from profile_store.event_bus.settings import EventBusSettings  # noqa: E402
 from profile_store.event_bus.topics import ensure_topic  # noqa: E402
-from profile_store.lake_storage import LocalLakeStorage  # noqa: E402
+from profile_store.lake.storage import LocalLakeStorage  # noqa: E402
 from profile_store.launchers.kafka_broker import KafkaBroker  # noqa: E402
 from profile_store.realtime.lake_sink import (  # noqa: E402
     LakeSink,
@@ -50,7 +50,7 @@ GROUP = "bench-lake-sink"
 
 def generated_messages(root: Path, events: int, seed: int) -> list[tuple[bytes, bytes]]:
     """Three generated days, interleaved: batches span days."""
-    from profile_store.generator.traffic import keyed_traffic
+    from profile_store.realtime.traffic import keyed_traffic
 
     return keyed_traffic(root, 3, -(-events // 3), seed, interleave_days=True)[:events]
 
@@ -133,7 +133,7 @@ def topic_values(settings: EventBusSettings) -> Counter:
 def landed_values(storage: LocalLakeStorage) -> Counter:
     import gzip
 
-    from profile_store.landing_watch import is_landing_data
+    from profile_store.lake.landing_watch import is_landing_data
 
     values: Counter = Counter()
     for file in storage.list_files("landing"):

@@ -53,7 +53,7 @@ from profile_store.audiences.sketch_table import (  # noqa: E402
     ensure_table,
 )
 from profile_store.audiences.sketch_writer import write_sketch_rows  # noqa: E402
-from profile_store.hbase_client import ThriftAddress  # noqa: E402
+from profile_store.hbase.settings import ThriftAddress  # noqa: E402
 from profile_store.hbase_gateway.process import EmbeddedGateway  # noqa: E402
 
 APP, EVENT = "ratings.app", "rate"

@@ -26,10 +26,10 @@ from pyspark.sql import SparkSession
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from profile_store.events.ingest import ingest_day  # noqa: E402
-from profile_store.events.validation import MAX_RAW_BYTES, ValidationRules  # noqa: E402
-from profile_store.lake_layout import landing_day, quarantine_day  # noqa: E402
-from profile_store.lake_storage import LocalLakeStorage  # noqa: E402
-from resources.spark import local_spark_config  # noqa: E402
+from profile_store.events.rules import MAX_RAW_BYTES, ValidationRules  # noqa: E402
+from profile_store.lake.layout import landing_day, quarantine_day  # noqa: E402
+from profile_store.lake.storage import LocalLakeStorage  # noqa: E402
+from profile_store.spark.session import local_spark_config  # noqa: E402
 
 DAY = date(2026, 11, 1)
 

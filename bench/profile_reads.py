@@ -14,8 +14,8 @@ one client through the same pool the service uses:
 Prints a markdown table with p50/p99 latency per read and the bars (p99 <= 2 ms for a single
 read, <= 5 ms for a batch of 25), plus the load average, since other work on the machine shows
 up in the tail. ``--against both`` loads the same table into a standalone Apache HBase
-(``profile_store/apache_hbase.py``) as well, reads the same ids in the same order from each, and
-prints both servers' latencies side by side with their ratios. Usage::
+(``profile_store/launchers/apache_hbase.py``) as well, reads the same ids in the same order from
+each, and prints both servers' latencies side by side with their ratios. Usage::
 
     python bench/profile_reads.py [--profiles 100000] [--reads 5000] [--seed 7]
         [--against gateway|apache|both] [--load-only]
@@ -44,7 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hbase_gateway import machine  # noqa: E402  (bench/hbase_gateway.py)
 
-from profile_store.hbase_client import HBaseSettings, hbase_pool, table_opener  # noqa: E402
+from profile_store.hbase.pool import hbase_pool, table_opener  # noqa: E402
+from profile_store.hbase.settings import HBaseSettings  # noqa: E402
 from profile_store.hbase_gateway.process import EmbeddedGateway  # noqa: E402
 from profile_store.profiles.reads import ProfileReader  # noqa: E402
 from profile_store.profiles.table import (  # noqa: E402
@@ -250,7 +251,7 @@ def on_gateway(
 def on_apache(
     persons: list[list[str]], rows: list[ProfileRow], reads: int, seed: int, load_only: bool
 ) -> dict:
-    from profile_store.apache_hbase import temporary_hbase
+    from profile_store.launchers.apache_hbase import temporary_hbase
 
     with temporary_hbase() as hbase:
         return measure(hbase.connection_kwargs(), persons, rows, reads, seed, load_only)

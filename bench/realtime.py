@@ -367,9 +367,9 @@ def started(args: argparse.Namespace) -> Iterator[Setup]:
     from profile_store.event_bus.topics import ensure_topic
     from profile_store.hbase_gateway.process import EmbeddedGateway
     from profile_store.launchers.kafka_broker import temporary_broker
+    from profile_store.profiles.live_cells import day_end_ms
     from profile_store.profiles.segment_rules import DEFAULT_RULES
     from profile_store.profiles.table import PROFILE_TABLE, ensure_table
-    from profile_store.realtime.live_cells import day_end_ms
 
     with (
         tempfile.TemporaryDirectory(prefix="bench-live-") as tmp,

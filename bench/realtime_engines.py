@@ -41,7 +41,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from profile_store.maven_jars import resolve_jars  # noqa: E402
+from profile_store.launchers.maven_jars import resolve_jars  # noqa: E402
 
 SPARK_KAFKA_VERSION = "4.2.0"  # Maven Central has no 4.3.0 of the connector
 SPARK_KAFKA = f"org.apache.spark:spark-sql-kafka-0-10_2.13:{SPARK_KAFKA_VERSION}"
@@ -78,7 +78,7 @@ def spark_job(args: argparse.Namespace) -> int:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from resources.spark import local_spark_config
+    from profile_store.spark.session import local_spark_config
 
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     config = local_spark_config(shuffle_partitions=2)
@@ -241,7 +241,7 @@ def _self_cpu() -> float:
 
 def generated_events(count: int, seed: int, work: Path) -> list[tuple[bytes, bytes]]:
     """``count`` messages of generated traffic (malformed lines and duplicates included)."""
-    from profile_store.generator.traffic import keyed_traffic
+    from profile_store.realtime.traffic import keyed_traffic
 
     days = max(1, -(-count // 200_000))
     return keyed_traffic(work / "lake", days, -(-count // days), seed)[:count]
@@ -312,7 +312,7 @@ def consumer_backlog(settings, total: int) -> dict:
 
 
 def lake_sink_backlog(settings, total: int, work: Path) -> dict:
-    from profile_store.lake_storage import LocalLakeStorage
+    from profile_store.lake.storage import LocalLakeStorage
     from profile_store.realtime.lake_sink import LakeSink, LakeSinkConfig
 
     sink = LakeSink(

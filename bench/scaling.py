@@ -1,13 +1,13 @@
 """How a day's cost grows with events per day and with executor cores, on a standalone cluster.
 
 Fixed seed. For each size, generates two landing days; for each number of cores, starts a Spark
-standalone cluster of pyspark's own (``profile_store.spark_standalone``, one worker with that
-many cores), runs every asset and check of both days on it (``profile_assets.materialize_days``,
-embedded gateway, lake directory) and keeps the seconds of each step of the second day (an
-incremental day, as in production). Prints a table of seconds per step, then per step a least
-squares line over the sizes at the most cores (fixed seconds + seconds per million events) and
-the speed-up from the fewest to the most cores at the largest size. docs/benchmarks.md's scaling
-section is written from this output::
+standalone cluster of pyspark's own (``profile_store.launchers.spark_standalone``, one worker with
+that many cores), runs every asset and check of both days on it
+(``profile_assets.materialize_days``, embedded gateway, lake directory) and keeps the seconds of
+each step of the second day (an incremental day, as in production). Prints a table of seconds per
+step, then per step a least squares line over the sizes at the most cores (fixed seconds + seconds
+per million events) and the speed-up from the fewest to the most cores at the largest size.
+docs/benchmarks.md's scaling section is written from this output::
 
     .venv/bin/python bench/scaling.py [--sizes 200000,400000,800000] [--cores 1,2] [--seed 7]
 """
@@ -29,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hbase_gateway import machine  # noqa: E402  (bench/hbase_gateway.py)
 
 from profile_store.generator import generate_lake  # noqa: E402
-from profile_store.lake_layout import GROUND_TRUTH, LANDING  # noqa: E402
-from profile_store.spark_standalone import SparkStandalone  # noqa: E402
+from profile_store.lake.layout import GROUND_TRUTH, LANDING  # noqa: E402
+from profile_store.launchers.spark_standalone import SparkStandalone  # noqa: E402
 
 DAYS = ("2026-11-01", "2026-11-02")
 

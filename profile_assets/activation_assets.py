@@ -15,8 +15,9 @@ from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.query import QueryError, query_tree
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
-from profile_store.hbase_client import sketch_table_opener, table_opener
-from profile_store.lake_layout import AUDIENCE_ACTIVATIONS, day_dir
+from profile_store.audiences.sketch_table import sketch_table_opener
+from profile_store.hbase.pool import table_opener
+from profile_store.lake.layout import AUDIENCE_ACTIVATIONS, day_dir
 from profile_store.profiles.pipeline import end_of_day_ms
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource

@@ -1,6 +1,5 @@
 """Audience assets: attribute statistics, the trimming decision, and the sketch tables."""
 
-import os
 from datetime import date, timedelta
 
 from dagster import (
@@ -25,17 +24,18 @@ from profile_store.audiences.attribute_stats import (
 from profile_store.audiences.day_sketches import build_day_sketches
 from profile_store.audiences.sketch_rows import MAX_PAIR_ROWS
 from profile_store.audiences.sketch_table import SKETCH_TABLE
-from profile_store.lake_layout import (
+from profile_store.lake.layout import (
     ATTRIBUTE_STATS,
     TRIMMED_ATTRIBUTES,
     day_dir,
     events_day,
 )
+from profile_store.settings import definitions as settings
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource
 
-TRIM_WINDOW_DAYS = int(os.environ.get("PROFILES_TRIM_WINDOW_DAYS", "7"))
-SKETCH_LG_K = int(os.environ.get("PROFILES_SKETCH_LG_K", "12"))
+TRIM_WINDOW_DAYS: int = settings.TRIM_WINDOW_DAYS.read()
+SKETCH_LG_K: int = settings.SKETCH_LG_K.read()
 
 
 @asset(

@@ -10,7 +10,10 @@ def logged(context: AssetCheckExecutionContext, result: AssetCheckResult) -> Ass
     where whoever watches the run reads it first; the check's own page has the metadata."""
     if not result.passed:
         name = context.check_specs[0].name
-        context.log.error(f"check {name} did not pass: {result.description}")
+        log = (
+            context.log.warning if result.severity == AssetCheckSeverity.WARN else context.log.error
+        )
+        log(f"check {name} did not pass: {result.description}")
     return result
 
 
@@ -25,4 +28,15 @@ def nothing_to_judge(reason: str, **metadata: object) -> AssetCheckResult:
         severity=AssetCheckSeverity.ERROR,
         description=f"nothing to judge: {reason}",
         metadata={NOTHING_TO_JUDGE: reason, **metadata},
+    )
+
+
+def problems_found(found: list[str], all_well: str, /, **metadata: object) -> AssetCheckResult:
+    """A check that looks for problems: it passes when there is none, and its description names
+    the first three (the metadata holds the rest)."""
+    return AssetCheckResult(
+        passed=not found,
+        severity=AssetCheckSeverity.ERROR,
+        description="; ".join(found[:3]) or all_well,
+        metadata=metadata,
     )

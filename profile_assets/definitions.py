@@ -9,6 +9,7 @@ from profile_assets.audience_assets import attribute_stats, audience_sketches, t
 from profile_assets.audience_checks import audience_estimation_error
 from profile_assets.automation import with_daily_automation
 from profile_assets.erasure_assets import erasure
+from profile_assets.event_stream import consumer_lag_within_limit, event_stream
 from profile_assets.identity_assets import identity_components, identity_edges
 from profile_assets.profile_assets import compacted_profiles
 from profile_assets.profile_checks import profile_checks
@@ -17,6 +18,7 @@ from profile_assets.raw_events_checks import raw_events_checks
 from resources import resources_from_env
 from sensors.automation import automation_sensor
 from sensors.erasure import erasure_job, erasure_schedule, erasure_sensor
+from sensors.event_stream import event_stream_sensor
 from sensors.landing import daily_pipeline, daily_schedule, landing_sensor
 
 DAILY_ASSETS = [
@@ -34,10 +36,15 @@ DAILY_ASSETS = [
 daily_assets = with_daily_automation(DAILY_ASSETS, day_root=raw_events.key)
 
 defs = Definitions(
-    assets=[*daily_assets, erasure],
-    asset_checks=[*raw_events_checks, audience_estimation_error, *profile_checks],
+    assets=[*daily_assets, erasure, event_stream],
+    asset_checks=[
+        *raw_events_checks,
+        audience_estimation_error,
+        *profile_checks,
+        consumer_lag_within_limit,
+    ],
     jobs=[daily_pipeline, erasure_job],
-    sensors=[landing_sensor, automation_sensor, erasure_sensor],
+    sensors=[landing_sensor, automation_sensor, erasure_sensor, event_stream_sensor],
     schedules=[daily_schedule, erasure_schedule],
     resources=resources_from_env(),
     # One Spark session per run: steps share it instead of each starting a JVM.

@@ -15,6 +15,7 @@ import sys
 from typing import TextIO
 
 from dagster import (
+    AssetCheckSeverity,
     DagsterEventType,
     InitLoggerContext,
     LoggerDefinition,
@@ -95,10 +96,20 @@ def run_partition(job, day: str | None, instance, tags: dict[str, str] | None = 
         materialization = event.step_materialization_data.materialization
         metadata = {k: v.value for k, v in materialization.metadata.items()}
         materialized[materialization.asset_key.to_user_string()] = metadata
-    checks = {e.check_name: e.passed for e in result.get_asset_check_evaluations()}
+    evaluations = result.get_asset_check_evaluations()
+    # A warning-severity check that did not pass says something to look at, not a failed day:
+    # it is reported apart, so a range of days goes on.
+    warned = {
+        e.check_name: e.description or ""
+        for e in evaluations
+        if not e.passed and e.severity == AssetCheckSeverity.WARN
+    }
+    checks = {e.check_name: e.passed for e in evaluations if e.check_name not in warned}
     return {
         "success": result.success,
+        "failed_steps": [event.step_key for event in result.get_step_failure_events()],
         "run_id": result.run_id,
         "assets": materialized,
         "checks": checks,
+        "warnings": warned,
     }

@@ -10,6 +10,9 @@ assignment from every surviving edge up to that day).
 from datetime import date
 
 from dagster import (
+    AssetCheckResult,
+    AssetCheckSeverity,
+    AssetCheckSpec,
     AssetDep,
     AssetExecutionContext,
     Config,
@@ -21,50 +24,36 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 
 from profile_assets.partitions import daily_partitions, previous_day
-from profile_store.identity.pipeline import build_day_edges, update_components
-from profile_store.identity.rules import DEFAULT_ALT_ID_WEIGHTS, DEFAULT_BLOCKLIST, BridgingRules
+from profile_store.identity.pipeline import EdgesSummary, build_day_edges, update_components
+from profile_store.identity.rules import BridgingRules
+from profile_store.identity.settings import non_bridging_message
+from resources.identity import IdentityResource
 from resources.lake import LakeResource
 
+BRIDGING_KINDS_CHECK = "identity_bridging_kinds"
 
-class IdentityEdgesConfig(Config):
-    member_weight: float = Field(default=1.0, description="Weight of a shared member_id edge.")
-    alt_id_weights: dict[str, float] = Field(
-        default_factory=lambda: dict(DEFAULT_ALT_ID_WEIGHTS),
-        description="Alternate id types (keys of alt_ids) that bridge, with their weights.",
-    )
-    fuzzy_enabled: bool = Field(
-        default=False, description="Link profiles on the same IPv4 /24 and user agent."
-    )
-    fuzzy_weight: float = Field(default=0.5, description="Weight of a fuzzy edge (below 1).")
-    fuzzy_window_minutes: int = Field(
-        default=30, description="Fuzzy rule: both seen inside one tumbling window of this size."
-    )
-    max_profiles_per_key: int = Field(
-        default=50, description="Super-node guard: a key on more profiles makes no edge."
-    )
-    history_days: int | None = Field(
-        default=None, description="Days of key history the guard counts (None: all of it)."
-    )
-    blocklist: list[str] = Field(
-        default_factory=lambda: list(DEFAULT_BLOCKLIST),
-        description="Placeholder values (case-insensitive, trimmed) that never bridge.",
-    )
-    blocklist_patterns: list[str] = Field(
-        default_factory=list, description="Regular expressions (full match) that never bridge."
-    )
 
-    def rules(self) -> BridgingRules:
-        return BridgingRules(
-            member_weight=self.member_weight,
-            alt_id_weights=dict(self.alt_id_weights),
-            fuzzy_enabled=self.fuzzy_enabled,
-            fuzzy_weight=self.fuzzy_weight,
-            fuzzy_window_minutes=self.fuzzy_window_minutes,
-            max_profiles_per_key=self.max_profiles_per_key,
-            history_days=self.history_days,
-            blocklist=tuple(self.blocklist),
-            blocklist_patterns=tuple(self.blocklist_patterns),
+def bridging_kinds_result(summary: EdgesSummary, rules: BridgingRules) -> AssetCheckResult:
+    """A warning when ids of a kind the rules do not bridge came in: they link nothing."""
+    unused = summary.non_bridging_alt_id_kinds
+    metadata = {
+        "alt_id_kinds": MetadataValue.json(summary.alt_id_kinds),
+        "bridging_alt_id_kinds": MetadataValue.json(list(rules.bridging_alt_id_kinds)),
+    }
+    if not unused:
+        return AssetCheckResult(
+            passed=True,
+            description="every alternate id kind of the day bridges"
+            if summary.alt_id_kinds
+            else "no alternate id in the day's events",
+            metadata=metadata,
         )
+    return AssetCheckResult(
+        passed=False,
+        severity=AssetCheckSeverity.WARN,
+        description=non_bridging_message(list(unused), rules),
+        metadata={**metadata, "non_bridging_alt_id_kinds": MetadataValue.json(unused)},
+    )
 
 
 @asset(
@@ -72,27 +61,41 @@ class IdentityEdgesConfig(Config):
     group_name="identity",
     kinds={"spark", "parquet"},
     deps=["raw_events", AssetDep("identity_edges", partition_mapping=previous_day)],
+    check_specs=[
+        AssetCheckSpec(
+            BRIDGING_KINDS_CHECK,
+            asset="identity_edges",
+            description="Warns when the day's events carry an alternate id kind that the "
+            "identity configuration does not bridge: those ids link nothing.",
+        )
+    ],
     description=(
         "The day's bridging edges between profiles (same member_id, same alternate id, optional "
         "fuzzy IP/24 + user agent), a star to each key's first-seen profile, in "
         "identity_edges/date=D. Blocklisted keys and super-nodes (more profiles than the limit "
         "over the key history) make no edge and go to identity_quarantine/date=D. Also writes "
-        "the day's key table (identity_keys) and profile first/last seen (identity_profiles)."
+        "the day's key table (identity_keys) and profile first/last seen (identity_profiles). "
+        "The rules come from the identity resource (PROFILES_IDENTITY_CONFIG)."
     ),
 )
 def identity_edges(
     context: AssetExecutionContext,
-    config: IdentityEdgesConfig,
+    identity: IdentityResource,
     spark: LazyPySparkResource,
     lake: LakeResource,
 ) -> MaterializeResult:
     day = date.fromisoformat(context.partition_key)
-    summary = build_day_edges(spark.spark_session, lake.storage(), day, config.rules())
+    rules = identity.rules()
+    summary = build_day_edges(spark.spark_session, lake.storage(), day, rules)
     context.log.info(
         f"{day}: {summary.edges:,} edges over {summary.profiles:,} profiles, "
         f"{summary.quarantined_keys:,} keys quarantined {summary.quarantined_by_reason}"
     )
+    check = bridging_kinds_result(summary, rules)
+    if not check.passed:
+        context.log.warning(f"{day}: {check.description}")
     return MaterializeResult(
+        check_results=[check],
         metadata={
             "dagster/row_count": summary.edges,
             "edges_by_rule": MetadataValue.json(summary.edges_by_rule),
@@ -104,7 +107,9 @@ def identity_edges(
             "top_quarantined": MetadataValue.json(summary.top_quarantined),
             "edges_path": MetadataValue.path(summary.edges_uri),
             "quarantine_path": MetadataValue.path(summary.quarantine_uri),
-        }
+            "alt_id_kinds": MetadataValue.json(summary.alt_id_kinds),
+            "non_bridging_alt_id_kinds": MetadataValue.json(summary.non_bridging_alt_id_kinds),
+        },
     )
 
 
@@ -128,10 +133,12 @@ class IdentityComponentsConfig(Config):
     description=(
         "Connected components of the identity edges (weight >= threshold) with the oldest "
         "profile as master: identity_components/date=D is the assignment profile -> master "
-        "after day D, identity_components/_LATEST names the latest. Incremental: the day's new "
-        "edges recompute only the components they touch. Metadata `merges`: known persons (a "
-        "component, or an id seen on an earlier day without any link) absorbed into another "
-        "today; `component_merges`: those of them that were components of 2+ ids."
+        "after day D of the linked profiles (a profile absent from it has no link: its own "
+        "component, counted in `singletons`), identity_components/_LATEST names the latest. "
+        "Incremental: the day's new edges recompute only the components they touch. Metadata "
+        "`merges`: known persons (a component, or an id seen on an earlier day without any "
+        "link) absorbed into another today; `component_merges`: those of them that were "
+        "components of 2+ ids."
     ),
 )
 def identity_components(
@@ -152,6 +159,7 @@ def identity_components(
     change, summary = update.change, update.summary
     context.log.info(
         f"{day} ({update.mode}): {summary.components:,} components, "
+        f"{update.singletons:,} singletons, "
         f"{change.profiles_touched:,} profiles touched, {change.merges:,} merges"
     )
     return MaterializeResult(
@@ -160,6 +168,8 @@ def identity_components(
             "mode": update.mode,
             "components": summary.components,
             "linked_profiles": summary.linked_profiles,
+            "profiles": update.profiles,
+            "singletons": update.singletons,
             "size_histogram": MetadataValue.json(summary.size_histogram),
             "largest_component_size": summary.largest_size,
             "largest_component_master": summary.largest_master or "",

@@ -1,15 +1,13 @@
-"""The one partitioning of the lake: UTC days."""
+"""The one partitioning of the lake: UTC days from ``PROFILES_START_DATE``."""
 
 from __future__ import annotations
 
-import os
-
 from dagster import DailyPartitionsDefinition, TimeWindowPartitionMapping
 
-DEFAULT_START_DATE = "2026-11-01"
+from profile_store.lake.settings import start_date_from_env
 
 daily_partitions = DailyPartitionsDefinition(
-    start_date=os.environ.get("PROFILES_START_DATE", DEFAULT_START_DATE), timezone="UTC"
+    start_date=start_date_from_env().isoformat(), timezone="UTC"
 )
 
 previous_day = TimeWindowPartitionMapping(

@@ -14,7 +14,7 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 
 from profile_assets.partitions import daily_partitions, previous_day
-from profile_store.hbase_client import table_opener
+from profile_store.hbase.pool import table_opener
 from profile_store.profiles.pipeline import CompactionSettings, compact_day
 from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table

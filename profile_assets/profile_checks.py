@@ -15,13 +15,13 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 from pyspark.sql import functions as F
 
-from profile_assets.check_results import nothing_to_judge
+from profile_assets.check_results import nothing_to_judge, problems_found
 from profile_assets.identity_assets import identity_components
 from profile_assets.partitions import daily_partitions
 from profile_assets.profile_assets import compacted_profiles
 from profile_store.identity.pipeline import KEYS_SCHEMA, PROFILES_SCHEMA, read_history
 from profile_store.identity.quality import identity_quality
-from profile_store.lake_layout import (
+from profile_store.lake.layout import (
     GROUND_TRUTH,
     IDENTITY_COMPONENTS,
     IDENTITY_KEYS,
@@ -50,7 +50,8 @@ class IdentityQualityConfig(Config):
         "Components against the answer key in ground_truth/identities.parquet (written by the "
         "sample generator): pairwise precision >= 0.99 and recall >= 0.95 of the deterministic "
         "rules (pairs that the lake's logins and email hashes can link up to the day); B-cubed "
-        "precision, recall and F1 reported. Lakes without an answer key pass with a note."
+        "precision, recall and F1 reported. Lakes without an answer key (your own data) pass "
+        "saying there was nothing to judge."
     ),
 )
 def identity_quality_check(
@@ -62,11 +63,7 @@ def identity_quality_check(
     day = date.fromisoformat(context.partition_key)
     storage = lake.storage()
     if not storage.exists(IDENTITIES):
-        return AssetCheckResult(
-            passed=True,
-            severity=AssetCheckSeverity.WARN,
-            description=f"no answer key at {IDENTITIES}: nothing to compare against",
-        )
+        return nothing_to_judge(f"no answer key at {IDENTITIES} to compare the components with")
     session = spark.spark_session
     quality = identity_quality(
         session.read.parquet(storage.spark_uri(day_dir(IDENTITY_COMPONENTS, day))),
@@ -117,15 +114,12 @@ def profiles_master_consistency(
         references = master_references(connection.table(PROFILE_TABLE))
     if not references.dependents:
         return nothing_to_judge("no profile row names a master")
-    return AssetCheckResult(
-        passed=not references.problems,
-        severity=AssetCheckSeverity.ERROR,
-        description="; ".join(references.problems[:3]) or "every master reference resolves",
-        metadata={
-            "dependent_profiles": references.dependents,
-            "masters_referenced": references.masters,
-            "problems": MetadataValue.json(references.problems),
-        },
+    return problems_found(
+        references.problems,
+        "every master reference resolves",
+        dependent_profiles=references.dependents,
+        masters_referenced=references.masters,
+        problems=MetadataValue.json(references.problems),
     )
 
 
@@ -165,15 +159,12 @@ def profiles_compaction_agreement(
         components.setdefault(row.master, []).append(row.profile)
     with hbase.connection() as connection:
         agreement = component_agreement(connection.table(PROFILE_TABLE), components)
-    return AssetCheckResult(
-        passed=not agreement.problems,
-        severity=AssetCheckSeverity.ERROR,
-        description="; ".join(agreement.problems[:3]) or "every sampled component agrees",
-        metadata={
-            "components_sampled": agreement.components,
-            "profiles_read": agreement.profiles,
-            "problems": MetadataValue.json(agreement.problems[:20]),
-        },
+    return problems_found(
+        agreement.problems,
+        "every sampled component agrees",
+        components_sampled=agreement.components,
+        profiles_read=agreement.profiles,
+        problems=MetadataValue.json(agreement.problems[:20]),
     )
 
 

@@ -5,11 +5,14 @@ sketches and profiles.
 """
 
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
 
 from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
+    AssetChecksDefinition,
     AssetCheckSeverity,
     Config,
     MetadataValue,
@@ -17,7 +20,6 @@ from dagster import (
 )
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
-from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from profile_assets.check_results import logged, nothing_to_judge
@@ -25,20 +27,13 @@ from profile_assets.partitions import daily_partitions
 from profile_assets.raw_events import raw_events
 from profile_store.events import expectations
 from profile_store.events.ingest import landing_files
-from profile_store.lake_layout import events_day, quarantine_day
+from profile_store.lake.layout import events_day, quarantine_day
 from resources.lake import LakeResource
 
 
 def _partition(context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource):
     day = date.fromisoformat(context.partition_key)
     return day, spark.spark_session.read.parquet(lake.storage().spark_uri(events_day(day)))
-
-
-def _judged_suite(df: DataFrame, day: date, name: str, suite: list) -> AssetCheckResult:
-    """The suite's verdict on the day's events; a day without events has nothing to judge."""
-    if df.isEmpty():
-        return nothing_to_judge(f"no clean events on {day}")
-    return _suite_result(expectations.run_suite(df, name, suite))
 
 
 def _suite_result(outcome: expectations.SuiteOutcome) -> AssetCheckResult:
@@ -53,63 +48,60 @@ def _suite_result(outcome: expectations.SuiteOutcome) -> AssetCheckResult:
     )
 
 
-@asset_check(
-    asset=raw_events,
-    partitions_def=daily_partitions,
-    blocking=True,
-    description="Columns and their order are exactly the clean event schema (GE).",
+@dataclass(frozen=True)
+class SuiteCheck:
+    """One Great Expectations suite over the day's clean events, as one blocking check."""
+
+    name: str
+    description: str
+    suite: Callable[[date], list]
+    judges_a_day_without_events: bool = False
+    """The schema holds for an empty day too; the other suites have nothing to measure there."""
+
+
+SUITE_CHECKS = (
+    SuiteCheck(
+        "raw_events_schema",
+        "Columns and their order are exactly the clean event schema (GE).",
+        lambda day: expectations.schema_expectations(),
+        judges_a_day_without_events=True,
+    ),
+    SuiteCheck(
+        "raw_events_ids",
+        "event_id, app_id, user_id and id_type are present; event_id is unique (GE).",
+        lambda day: expectations.id_expectations(),
+    ),
+    SuiteCheck(
+        "raw_events_time_in_day",
+        "Every event_time lies inside the partition's UTC day (GE).",
+        expectations.event_time_expectations,
+    ),
+    SuiteCheck(
+        "raw_events_event_type",
+        "Every event has a non-empty event_type (GE).",
+        lambda day: expectations.event_type_expectations(),
+    ),
 )
-def raw_events_schema(
-    context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
-) -> AssetCheckResult:
-    _, df = _partition(context, spark, lake)
-    return logged(
-        context,
-        _suite_result(
-            expectations.run_suite(df, "raw_events_schema", expectations.schema_expectations())
-        ),
+
+
+def suite_check(check: SuiteCheck) -> AssetChecksDefinition:
+    @asset_check(
+        name=check.name,
+        asset=raw_events,
+        partitions_def=daily_partitions,
+        blocking=True,
+        description=check.description,
     )
+    def run_suite(
+        context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
+    ) -> AssetCheckResult:
+        day, df = _partition(context, spark, lake)
+        if not check.judges_a_day_without_events and df.isEmpty():
+            return logged(context, nothing_to_judge(f"no clean events on {day}"))
+        outcome = expectations.run_suite(df, check.name, check.suite(day))
+        return logged(context, _suite_result(outcome))
 
-
-@asset_check(
-    asset=raw_events,
-    partitions_def=daily_partitions,
-    blocking=True,
-    description="event_id, app_id, user_id and id_type are present; event_id is unique (GE).",
-)
-def raw_events_ids(
-    context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
-) -> AssetCheckResult:
-    day, df = _partition(context, spark, lake)
-    return logged(context, _judged_suite(df, day, "raw_events_ids", expectations.id_expectations()))
-
-
-@asset_check(
-    asset=raw_events,
-    partitions_def=daily_partitions,
-    blocking=True,
-    description="Every event_time lies inside the partition's UTC day (GE).",
-)
-def raw_events_time_in_day(
-    context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
-) -> AssetCheckResult:
-    day, df = _partition(context, spark, lake)
-    suite = expectations.event_time_expectations(day)
-    return logged(context, _judged_suite(df, day, "raw_events_time_in_day", suite))
-
-
-@asset_check(
-    asset=raw_events,
-    partitions_def=daily_partitions,
-    blocking=True,
-    description="Every event has a non-empty event_type (GE).",
-)
-def raw_events_event_type(
-    context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
-) -> AssetCheckResult:
-    day, df = _partition(context, spark, lake)
-    suite = expectations.event_type_expectations()
-    return logged(context, _judged_suite(df, day, "raw_events_event_type", suite))
+    return run_suite
 
 
 class QuarantineShareConfig(Config):
@@ -197,10 +189,4 @@ def raw_events_quarantine_share(
     return logged(context, result)
 
 
-raw_events_checks = [
-    raw_events_schema,
-    raw_events_ids,
-    raw_events_time_in_day,
-    raw_events_event_type,
-    raw_events_quarantine_share,
-]
+raw_events_checks = [*(suite_check(check) for check in SUITE_CHECKS), raw_events_quarantine_share]

@@ -3,12 +3,15 @@
 A run started here is what the UI's launchpad makes: a run of the ``daily_pipeline`` job for one
 day partition, every asset and check, recorded in the Dagster instance of ``$DAGSTER_HOME``
 (created as ``.dagster_home`` in the current directory when unset), so the UI shows it afterwards
-with its logs. The days run in order, each in this process (one Spark session for all); the
-first failed run stops the range, since every later day folds into its state. A day outside the
-partitions (before ``PROFILES_START_DATE``, or not over yet) is refused before anything runs.
+with its logs. The days run in order, each in this process (one Spark session for all). The
+first failed day (a failed step or check) stops the range, since every later day folds into its
+state, and the days left unrun are named; ``--keep-going`` runs every day and names each failed
+one with its failed steps and checks at the end. Either way a failed day is exit 1. A day outside
+the partitions (before ``PROFILES_START_DATE``, or not over yet) is refused before anything runs.
 
     profiles run 2026-11-01                 # one day
     profiles run 2026-11-01 2026-11-07      # a range, inclusive
+    profiles run 2026-11-01 2026-11-07 --keep-going
 """
 
 from __future__ import annotations
@@ -17,10 +20,13 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
+from typing import TextIO
 
-from profile_store.cli_conventions import iso_date
+from profile_store.cli.argument_types import iso_date
 
 DEFAULT_HOME = ".dagster_home"
 
@@ -57,7 +63,84 @@ def dagster_home() -> Path:
     return home
 
 
-def run(first: date, last: date | None) -> int:
+@dataclass(frozen=True)
+class DayRun:
+    """What one day's run came to: its run id, failed steps and failed checks."""
+
+    day: date
+    run_id: str
+    succeeded: bool = True
+    """Dagster's verdict on the run: False when a step failed, or the run itself."""
+    failed_steps: list[str] = field(default_factory=list)
+    failed_checks: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return not self.succeeded or bool(self.failed_steps or self.failed_checks)
+
+    def failures(self) -> str:
+        """ "step audience_sketches failed; checks failed: raw_events_ids" (empty: none)."""
+        parts = []
+        if not self.succeeded and not self.failed_steps:
+            parts.append("the run failed before any step (see its logs)")
+        if self.failed_steps:
+            plural = "s" if len(self.failed_steps) > 1 else ""
+            parts.append(f"step{plural} failed: {', '.join(self.failed_steps)}")
+        if self.failed_checks:
+            plural = "s" if len(self.failed_checks) > 1 else ""
+            parts.append(f"check{plural} failed: {', '.join(self.failed_checks)}")
+        return "; ".join(parts)
+
+
+def run_days(
+    days: list[date], run_day: Callable[[date], DayRun], keep_going: bool, out: TextIO
+) -> int:
+    """Run ``days`` in order; 1 when any failed. Without ``keep_going`` the first failed day
+    stops the range and the days left unrun are named; with it every day runs and the failed
+    ones are listed at the end."""
+    failed: list[DayRun] = []
+    for number, day in enumerate(days, start=1):
+        started = time.monotonic()
+        print(f"day {number}/{len(days)}  {day}", file=out, flush=True)
+        outcome = run_day(day)
+        seconds = time.monotonic() - started
+        if not outcome.failed:
+            print(
+                f"{day}: run {outcome.run_id} succeeded, every check passed ({seconds:.1f}s)",
+                file=out,
+                flush=True,
+            )
+            continue
+        print(
+            f"{day}: run {outcome.run_id} FAILED, {outcome.failures()} ({seconds:.1f}s); "
+            "see it in the UI",
+            file=out,
+            flush=True,
+        )
+        failed.append(outcome)
+        unrun = days[number:]
+        if unrun and not keep_going:
+            print(
+                f"not run: {_span(unrun)} ({len(unrun)} day{'s' if len(unrun) > 1 else ''}), "
+                f"since each day folds into the state of the day before; once {day} is fixed "
+                f"run `profiles run {day} {days[-1]}`, or pass --keep-going to run them anyway",
+                file=out,
+                flush=True,
+            )
+            return 1
+    if failed:
+        print(f"{len(failed)} of {len(days)} days failed:", file=out)
+        for outcome in failed:
+            print(f"  {outcome.day}: run {outcome.run_id}, {outcome.failures()}", file=out)
+        return 1
+    return 0
+
+
+def _span(days: list[date]) -> str:
+    return str(days[0]) if len(days) == 1 else f"{days[0]} .. {days[-1]}"
+
+
+def run(first: date, last: date | None, keep_going: bool = False) -> int:
     from dagster import DagsterInstance
 
     from profile_assets.automation import WHOLE_DAY_RUN_TAGS
@@ -71,25 +154,23 @@ def run(first: date, last: date | None) -> int:
     print(f"Dagster home: {home} (the UI shows these runs: make ui)", flush=True)
     instance = DagsterInstance.get()
     job = defs.resolve_job_def("daily_pipeline")
-    for number, day in enumerate(days, start=1):
-        started = time.monotonic()
-        print(f"day {number}/{len(days)}  {day}", flush=True)
+
+    def run_day(day: date) -> DayRun:
         outcome = run_partition(job, day.isoformat(), instance, WHOLE_DAY_RUN_TAGS)
-        failed = [name for name, passed in outcome["checks"].items() if not passed]
-        seconds = time.monotonic() - started
-        if not outcome["success"]:
-            print(f"{day}: run {outcome['run_id']} FAILED ({seconds:.1f}s); see it in the UI")
-            return 1
-        verdict = f"checks failed: {', '.join(failed)}" if failed else "every check passed"
-        print(f"{day}: run {outcome['run_id']} succeeded, {verdict} ({seconds:.1f}s)", flush=True)
-        if failed:
-            return 1
-    return 0
+        return DayRun(
+            day,
+            outcome["run_id"],
+            succeeded=outcome["success"],
+            failed_steps=outcome["failed_steps"],
+            failed_checks=[name for name, passed in outcome["checks"].items() if not passed],
+        )
+
+    return run_days(days, run_day, keep_going, sys.stdout)
 
 
 def _run_command(args: argparse.Namespace) -> int:
     try:
-        return run(args.day, args.last_day)
+        return run(args.day, args.last_day, args.keep_going)
     except PartitionOutOfRange as error:
         print(f"profiles run: {error}", file=sys.stderr)
         return 2
@@ -105,6 +186,11 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
     parser.add_argument("day", type=iso_date, metavar="DAY", help="first day, YYYY-MM-DD")
     parser.add_argument(
         "last_day", type=iso_date, nargs="?", metavar="LAST_DAY", help="last day (inclusive)"
+    )
+    parser.add_argument(
+        "--keep-going",
+        action="store_true",
+        help="run every day even after one fails; list the failed days at the end (exit 1)",
     )
     parser.set_defaults(func=_run_command)
     return parser

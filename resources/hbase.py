@@ -4,7 +4,7 @@ With no ``host`` configured the resource starts the embedded gateway
 (``profile_store.hbase_gateway``) as a child process on a free port over ``data_dir``, the first
 time a connection is needed, and stops it when the step ends. With a host (``HBASE_THRIFT_HOST``
 in production) it talks to that server; asset code is the same either way. Settings, their
-environment variables and the pool itself come from ``profile_store.hbase_client``, which the
+environment variables and the pool itself come from ``profile_store.hbase``, which the
 command line and the HTTP services share.
 """
 
@@ -13,13 +13,15 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Iterator, Mapping
+from dataclasses import asdict, fields
 from typing import Any
 
 import happybase
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field, PrivateAttr
 
-from profile_store.hbase_client import DEFAULT_DATA_DIR, HBaseSettings, ThriftAddress, hbase_pool
+from profile_store.hbase.pool import hbase_pool
+from profile_store.hbase.settings import DEFAULT_DATA_DIR, HBaseSettings, ThriftAddress
 
 
 class HBaseResource(ConfigurableResource):
@@ -64,19 +66,7 @@ class HBaseResource(ConfigurableResource):
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> HBaseResource:
         """Build from ``HBASE_THRIFT_*``, ``HBASE_TABLE_PREFIX``, ``PROFILES_HBASE_DATA_DIR``,
         ``PROFILES_HBASE_GATEWAY_WORKERS``."""
-        settings = HBaseSettings.from_env(environ, **overrides)
-        return cls(
-            host=settings.host,
-            port=settings.port,
-            transport=settings.transport,
-            protocol=settings.protocol,
-            table_prefix=settings.table_prefix,
-            pool_size=settings.pool_size,
-            timeout_ms=settings.timeout_ms,
-            compat=settings.compat,
-            data_dir=settings.data_dir,
-            gateway_workers=settings.gateway_workers,
-        )
+        return cls(**asdict(HBaseSettings.from_env(environ, **overrides)))
 
     @property
     def embedded(self) -> bool:
@@ -84,18 +74,7 @@ class HBaseResource(ConfigurableResource):
 
     def settings(self) -> HBaseSettings:
         """The resource's settings, validated (a bad value raises ``ValueError``)."""
-        return HBaseSettings(
-            host=self.host,
-            port=self.port,
-            transport=self.transport,
-            protocol=self.protocol,
-            table_prefix=self.table_prefix,
-            pool_size=self.pool_size,
-            timeout_ms=self.timeout_ms,
-            data_dir=self.data_dir,
-            compat=self.compat,
-            gateway_workers=self.gateway_workers,
-        )
+        return HBaseSettings(**{f.name: getattr(self, f.name) for f in fields(HBaseSettings)})
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         self.settings()

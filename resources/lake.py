@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import os
+from dataclasses import asdict, fields
 
 from dagster import ConfigurableResource
-from dagster_aws.s3 import S3Resource
 from pydantic import Field
 
-from profile_store.lake_storage import LakeStorage, LocalLakeStorage, S3LakeStorage
-
-DEFAULT_LAKE_ROOT = "data/lake"
+from profile_store.lake.settings import DEFAULT_LAKE_ROOT, LakeSettings
+from profile_store.lake.storage import LakeStorage
 
 
 class LakeResource(ConfigurableResource):
-    """Where landing files, clean events and quarantine live.
+    """Where landing files, clean events and quarantine live (``profile_store.lake.settings``).
 
-    ``root`` is a directory (``data/lake``) or ``s3://bucket/prefix``. For S3 the client comes
-    from dagster-aws's ``S3Resource`` (credentials from the usual AWS environment), and
-    ``s3_endpoint_url`` points it at an S3-compatible server such as MinIO or moto.
+    ``root`` is a directory (``data/lake``) or ``s3://bucket/prefix``; for S3 the client uses the
+    usual AWS credentials, and ``s3_endpoint_url`` points it at an S3-compatible server such as
+    MinIO or moto.
     """
 
     root: str = Field(default=DEFAULT_LAKE_ROOT, description="Directory or s3://bucket/prefix.")
@@ -28,25 +26,17 @@ class LakeResource(ConfigurableResource):
         default="s3a", description="Scheme Spark uses for the bucket: s3a (Hadoop) or s3 (EMR)."
     )
 
+    def settings(self) -> LakeSettings:
+        return LakeSettings(**{f.name: getattr(self, f.name) for f in fields(LakeSettings)})
+
     @property
     def is_s3(self) -> bool:
-        return self.root.startswith(("s3://", "s3a://"))
+        return self.settings().is_s3
 
     def storage(self) -> LakeStorage:
-        if not self.is_s3:
-            return LocalLakeStorage(self.root)
-        client = S3Resource(
-            endpoint_url=self.s3_endpoint_url, region_name=self.s3_region
-        ).get_client()
-        return S3LakeStorage(self.root, client, spark_scheme=self.spark_s3_scheme)
+        return self.settings().storage()
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None, root: str | None = None) -> LakeResource:
         """From ``PROFILES_LAKE_ROOT`` and the S3 variables; ``root`` (a ``--lake`` flag) wins."""
-        env = dict(os.environ if env is None else env)
-        return cls(
-            root=root or env.get("PROFILES_LAKE_ROOT", DEFAULT_LAKE_ROOT),
-            s3_endpoint_url=env.get("PROFILES_S3_ENDPOINT_URL") or None,
-            s3_region=env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or None,
-            spark_s3_scheme=env.get("PROFILES_SPARK_S3_SCHEME", "s3a"),
-        )
+        return cls(**asdict(LakeSettings.from_env(env, root=root)))

@@ -1,89 +1,22 @@
 """The Spark resource: local mode on a laptop, a cluster by configuration.
 
-dagster-pyspark's ``LazyPySparkResource`` is used as is; this module only decides its
-configuration, so that tests, the demo and ``dagster dev`` run Spark the same way.
+dagster-pyspark's ``LazyPySparkResource`` is used as is, with the settings of
+``profile_store.spark.session``, so that tests, the demo, ``dagster dev`` and ``profiles
+import`` run Spark the same way.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 from collections.abc import Sequence
-from pathlib import Path
 
 from dagster_pyspark import LazyPySparkResource
 
-from resources.spark_s3a import s3a_config
-
-LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
-
-
-def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) -> dict[str, str]:
-    """Settings every session needs, whatever the master: UTC days and native sketch bytes."""
-    return {
-        "spark.master": master,
-        "spark.app.name": "adtech-profiles",
-        "spark.sql.session.timeZone": "UTC",
-        "spark.sql.shuffle.partitions": str(shuffle_partitions),
-        "spark.sql.adaptive.enabled": "true",
-        # Sketch aggregates keep one sketch object per group; Spark's default falls back to
-        # sorting the task's rows after 128 groups, which a day of audience combinations
-        # (thousands of groups) always hits. Small groups' sketches take a few hundred bytes.
-        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "16384",
-        # A day's compaction joins the state with its ~100,000s of rewritten members several
-        # times; at Spark's 10 MB default those are shuffled sort-merge joins, at 64 MB the
-        # members side is broadcast.
-        "spark.sql.autoBroadcastJoinThreshold": str(64 * 1024 * 1024),
-        "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
-        "spark.ui.showConsoleProgress": "false",
-        "spark.ui.enabled": "false",
-        # The throughput collector: on two cores G1's concurrent work competes with the tasks.
-        "spark.driver.extraJavaOptions": (
-            f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} -XX:+UseParallelGC"
-        ),
-    }
-
-
-def spark_config_from_env(
-    env: dict[str, str] | None = None, also_reads: Sequence[str] = ()
-) -> dict[str, str]:
-    """``SPARK_MASTER`` picks the cluster; ``SPARK_CONF_JSON`` adds or overrides any setting.
-
-    A lake (or a source in ``also_reads``) on S3 adds the S3A connector's settings
-    (``resources.spark_s3a``).
-    """
-    env = dict(os.environ if env is None else env)
-    config = local_spark_config(
-        master=env.get("SPARK_MASTER", "local[*]"),
-        shuffle_partitions=int(env.get("SPARK_SHUFFLE_PARTITIONS", "8")),
-    )
-    if config["spark.master"].startswith("local"):
-        # Local Python workers run this project's interpreter, whatever is first on PATH.
-        config["spark.pyspark.python"] = sys.executable
-    else:
-        config["spark.ui.enabled"] = "true"
-    config.update(s3a_config(env, also_reads))
-    extra = env.get("SPARK_CONF_JSON")
-    if extra:
-        try:
-            overrides = json.loads(extra)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"SPARK_CONF_JSON: not valid JSON ({error})") from error
-        if not isinstance(overrides, dict):
-            raise ValueError("SPARK_CONF_JSON: expected a JSON object of Spark settings")
-        config.update({str(k): str(v) for k, v in overrides.items()})
-    return config
+from profile_store.spark.session import prepare_local_workers, spark_config_from_env
 
 
 def spark_resource_from_env(
     env: dict[str, str] | None = None, also_reads: Sequence[str] = ()
 ) -> LazyPySparkResource:
     config = spark_config_from_env(env, also_reads)
-    if config["spark.master"].startswith("local"):
-        # PySpark picks the local worker interpreter from this variable alone.
-        os.environ.setdefault("PYSPARK_PYTHON", config["spark.pyspark.python"])
-        # Everything stays on this machine: bind to loopback (Spark warns on every start when
-        # the host name resolves to loopback and SPARK_LOCAL_IP is unset).
-        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    prepare_local_workers(config)
     return LazyPySparkResource(spark_config=config)

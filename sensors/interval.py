@@ -6,19 +6,12 @@ minute, and an idle instance does little work. Lower it for a demo or a test ins
 
 from __future__ import annotations
 
-import os
+from profile_store.settings.definitions import SENSOR_INTERVAL_SECONDS
 
-DEFAULT_SECONDS = 30
-VARIABLE = "PROFILES_SENSOR_INTERVAL_SECONDS"
+DEFAULT_SECONDS = SENSOR_INTERVAL_SECONDS.default
+VARIABLE = SENSOR_INTERVAL_SECONDS.name
 
 
 def sensor_interval_seconds(env: dict[str, str] | None = None) -> int:
     """The configured interval; a value that is not a whole number of seconds >= 1 is an error."""
-    text = (os.environ if env is None else env).get(VARIABLE, str(DEFAULT_SECONDS))
-    try:
-        seconds = int(text)
-    except ValueError:
-        raise ValueError(f"{VARIABLE}: expected a whole number of seconds, got {text!r}") from None
-    if seconds < 1:
-        raise ValueError(f"{VARIABLE}: must be at least 1, got {seconds}")
-    return seconds
+    return SENSOR_INTERVAL_SECONDS.read(env)

@@ -21,7 +21,7 @@ from dagster import (
 from profile_assets.automation import WHOLE_DAY_RUN_TAGS
 from profile_assets.partitions import daily_partitions
 from profile_store.erasure.lake_rewrite import rewritten_landing_digest
-from profile_store.landing_watch import changed_days, complete_days
+from profile_store.lake.landing_watch import changed_days, complete_days
 from resources.lake import LakeResource
 from sensors.interval import sensor_interval_seconds
 

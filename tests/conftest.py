@@ -1,7 +1,10 @@
-"""Fixtures shared by the whole suite: one Spark session, a local S3 server, served processes."""
+"""What the whole suite shares: the machine's requirements checked first, how the tests are spread
+over the workers, one Spark session, a local S3 server, served processes, a browser, and
+embedded gateways holding the known data sets (``known_audience``, ``known_profiles``)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -9,8 +12,22 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import happybase
 import pytest
+from fastapi.testclient import TestClient
+from known_audience import BUILDER_TENANTS, audience_rows, write_audience, write_builder_tables
+from known_profiles import write_profile_table
+from system_requirements import chromium, missing
 from xdist.scheduler import LoadScopeScheduling
+
+from profile_store.audiences.engine import AudienceEngine
+from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
+from profile_store.audiences.sketch_table import delete_rows, sketch_table_opener
+from profile_store.hbase.pool import hbase_pool, table_opener
+from profile_store.hbase.settings import HBaseSettings
+from profile_store.hbase_gateway.process import EmbeddedGateway
+from profile_store.service.app import create_app
+from profile_store.service.tenants import Tenants
 
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
 # Every Spark driver the suite starts (this process's session, launched runs, `profiles run`
@@ -30,13 +47,28 @@ REPO = Path(__file__).resolve().parents[1]
 SLOWEST_FIRST = ("real_spark", "orchestration", "conformance", "erasure", "imports", "realtime")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """A machine that lacks what the suite needs fails the run here, before any test."""
+    lacking = missing()
+    if lacking:
+        pytest.exit("; ".join(lacking), returncode=pytest.ExitCode.USAGE_ERROR)
+
+
+# The Dagster layer's tests each build their own lake, gateway and runs: nothing to share, so
+# each file is a group of its own and the two workers split them.
+GROUPED_BY_FILE = ("profile_assets",)
+
+
 def distribution_group(relative: str) -> str:
     """A test's unit of distribution (``make test`` runs 2 pytest-xdist workers): its directory
-    under ``tests/``, or its own file at the top. A group runs whole on one worker, in file
-    order, so the session and module fixtures its tests share are built once, and tests that
-    build on the previous ones (the launched runs) keep their order."""
+    under ``tests/``, or its own file at the top or in a directory of ``GROUPED_BY_FILE``. A
+    group runs whole on one worker, in file order, so the session and module fixtures its tests
+    share are built once, and tests that build on the previous ones (the launched runs) keep
+    their order."""
     parts = relative.split("::")[0].split("/")
-    return parts[1] if len(parts) > 2 and parts[0] == "tests" else parts[-1]
+    if len(parts) > 2 and parts[0] == "tests":
+        return "/".join(parts[1:]) if parts[1] in GROUPED_BY_FILE else parts[1]
+    return parts[-1]
 
 
 class DirectoryScheduling(LoadScopeScheduling):
@@ -64,7 +96,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def spark():
     from pyspark.sql import SparkSession
 
-    from resources.spark import local_spark_config
+    from profile_store.spark.session import local_spark_config
 
     builder = SparkSession.builder.appName("profiles-tests")
     for key, value in local_spark_config(shuffle_partitions=2).items():
@@ -94,11 +126,7 @@ def headless_dom() -> Callable[[str], str]:
     Only loopback is reachable for the browser (every other host resolves to nothing), so a page
     that needs the internet renders empty here.
     """
-    import shutil
-
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        pytest.skip("chromium is not installed (Debian: apt-get install -y chromium)")
+    browser = chromium()  # present: checked when the session started
 
     def render(url: str) -> str:
         completed = subprocess.run(
@@ -153,3 +181,99 @@ def serve_process(tmp_path) -> Iterator[Callable[[list[str]], tuple[str, subproc
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+# -- embedded gateways holding known data ---------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def preloaded_gateway(tmp_path_factory) -> Callable[..., contextlib.AbstractContextManager]:
+    """A factory: ``with preloaded_gateway(name, load) as gateway`` is an embedded gateway over a
+    fresh directory, ``load`` run on a connection to it before it is handed out."""
+
+    @contextlib.contextmanager
+    def start(name: str, load: Callable[[happybase.Connection], None]) -> Iterator[EmbeddedGateway]:
+        with EmbeddedGateway(tmp_path_factory.mktemp(name)) as gateway:
+            connection = happybase.Connection(**gateway.connection_kwargs())
+            try:
+                load(connection)
+            finally:
+                connection.close()
+            yield gateway
+
+    return start
+
+
+@pytest.fixture(scope="session")
+def sketch_rows() -> list[dict]:
+    """The audience data set's rows, for tests that write a variant of it."""
+    return audience_rows()
+
+
+@pytest.fixture(scope="session")
+def fill_sketch_table() -> Callable[[happybase.Connection], None]:
+    """``write_audience``, for tests that build their own HBase with the audience data set."""
+    return write_audience
+
+
+@pytest.fixture(scope="session")
+def sketch_gateway(preloaded_gateway) -> Iterator[EmbeddedGateway]:
+    """An embedded gateway holding the audience data set, shared by the whole session."""
+    with preloaded_gateway("audience-hbase", write_audience) as gateway:
+        yield gateway
+
+
+@pytest.fixture(scope="session")
+def gateway_settings(sketch_gateway: EmbeddedGateway) -> HBaseSettings:
+    """Settings that reach the audience gateway as an external Thrift server."""
+    return HBaseSettings(host=sketch_gateway.host, port=sketch_gateway.port)
+
+
+@pytest.fixture(scope="session")
+def audience_engine(gateway_settings: HBaseSettings) -> Iterator[AudienceEngine]:
+    with hbase_pool(gateway_settings) as pool:
+        yield AudienceEngine(sketch_table_opener(pool))
+
+
+@pytest.fixture(scope="session")
+def builder_gateway(preloaded_gateway) -> Iterator[EmbeddedGateway]:
+    """The audience data set as ``audience_sketches`` leaves it, plus an empty ``audiences``
+    table, for the audience builder."""
+    with preloaded_gateway("builder-hbase", write_builder_tables) as gateway:
+        yield gateway
+
+
+@pytest.fixture
+def builder_pool(builder_gateway: EmbeddedGateway) -> Iterator[happybase.ConnectionPool]:
+    """A pool on the builder's gateway, its ``audiences`` table emptied first."""
+    settings = HBaseSettings(host=builder_gateway.host, port=builder_gateway.port)
+    with hbase_pool(settings) as pool:
+        with pool.connection() as connection:
+            table = connection.table(AUDIENCE_TABLE)
+            delete_rows(table, [key for key, _ in table.scan()])
+        yield pool
+
+
+@pytest.fixture
+def builder_client(builder_pool) -> Iterator[TestClient]:
+    """The HTTP app with the builder's endpoints over ``builder_pool``."""
+    app = create_app(
+        AudienceEngine(sketch_table_opener(builder_pool)),
+        Tenants.from_config(BUILDER_TENANTS),
+        saved=SavedAudiences(table_opener(builder_pool, AUDIENCE_TABLE)),
+    )
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def profile_gateway(preloaded_gateway) -> Iterator[EmbeddedGateway]:
+    """An embedded gateway holding the profiles data set, for one test module."""
+    with preloaded_gateway("profiles-hbase", write_profile_table) as gateway:
+        yield gateway
+
+
+@pytest.fixture(scope="module")
+def profile_settings(profile_gateway: EmbeddedGateway) -> HBaseSettings:
+    """Settings that reach the module's profiles gateway as an external Thrift server."""
+    return HBaseSettings(host=profile_gateway.host, port=profile_gateway.port)

@@ -9,10 +9,22 @@ import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 
 from profile_store.audiences.accuracy import AccuracyReport, accuracy_report, relative_errors
-from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.exact import exact_leaf_users, exact_users
+from profile_store.audiences.engine import AudienceEngine, AudienceEstimate
+from profile_store.audiences.exact import (
+    counted_leaves,
+    exact_leaf_users,
+    exact_users,
+    operand_size,
+)
 from profile_store.audiences.query import leaves, parse_query
-from profile_store.audiences.query_sampler import build_catalog, sample_queries
+from profile_store.audiences.query_sampler import (
+    CatalogEntry,
+    build_catalog,
+    sample_estimating_queries,
+    sample_queries,
+)
+
+SEEK_ATTEMPTS = 10  # estimating trees tried per estimation-mode answer still wanted
 
 
 @dataclass
@@ -21,6 +33,7 @@ class AccuracyRun:
     errors: np.ndarray
     latencies_ms: np.ndarray
     worst: list[dict]
+    sought: int = 0  # trees added to the mix because they estimate
 
 
 def run_accuracy(
@@ -31,9 +44,14 @@ def run_accuracy(
     days: list[date],
     count: int,
     seed: int,
+    min_estimation_answers: int = 0,
 ) -> AccuracyRun | None:
     """Sample ``count`` queries over ``days``, answer each twice, and report the errors; None
     when the days hold no events (nothing to ask about: every answer would be a trivial 0).
+
+    When fewer than ``min_estimation_answers`` of the mix are answered in estimation mode and
+    some pair's sketches estimate, trees built around such pairs are added until there are
+    that many (or the attempts run out): estimation is judged whenever the days estimate.
 
     ``events`` and ``decisions`` must cover exactly ``days`` (``decisions`` with a ``date``).
     """
@@ -41,18 +59,26 @@ def run_accuracy(
     if not catalog:
         return None
     trees = sample_queries(catalog, days, count, seed)
-    parsed = [parse_query(tree) for tree in trees]
-    leaf_users = exact_leaf_users(spark, events, [x for q in parsed for x in leaves(q)])
-    exacts = np.array([len(exact_users(q, leaf_users)) for q in parsed], dtype=float)
     answers = [engine.estimate(tree) for tree in trees]
+    wanted = min_estimation_answers - sum(not answer.exact for answer in answers)
+    sought = _seek_estimates(engine, catalog, days, wanted, seed) if wanted > 0 else []
+    trees += [tree for tree, _ in sought]
+    answers += [answer for _, answer in sought]
+
+    parsed = [parse_query(tree) for tree in trees]
+    all_leaves = [x for q in parsed for x in leaves(q)]
+    leaf_users = exact_leaf_users(spark, events, all_leaves + counted_leaves(all_leaves))
+    exacts = np.array([len(exact_users(q, leaf_users)) for q in parsed], dtype=float)
+    operands = np.array([operand_size(q, leaf_users) for q in parsed], dtype=float)
     estimates = np.array([a.estimate for a in answers])
-    errors = relative_errors(estimates, exacts)
+    errors = relative_errors(estimates, exacts, operands)
     report = accuracy_report(
         estimates,
         exacts,
         [a.lower_95 for a in answers],
         [a.upper_95 for a in answers],
         [a.exact for a in answers],
+        operands,
     )
     order = np.argsort(-errors)[:5]
     worst = [
@@ -60,9 +86,42 @@ def run_accuracy(
             "query": trees[i],
             "estimate": round(float(estimates[i]), 1),
             "exact": int(exacts[i]),
+            "operand": int(operands[i]),
             "error": round(float(errors[i]), 4),
         }
         for i in order
     ]
     latencies = np.array([a.elapsed_ms for a in answers])
-    return AccuracyRun(report=report, errors=errors, latencies_ms=latencies, worst=worst)
+    return AccuracyRun(
+        report=report, errors=errors, latencies_ms=latencies, worst=worst, sought=len(sought)
+    )
+
+
+def _seek_estimates(
+    engine: AudienceEngine,
+    catalog: list[CatalogEntry],
+    days: list[date],
+    wanted: int,
+    seed: int,
+) -> list[tuple[dict, AudienceEstimate]]:
+    """Up to ``wanted`` trees answered in estimation mode, around the pairs whose sketches
+    estimate over ``days`` (the engine says which: one read per pair). Engine answers are
+    cheap; only the trees kept cost an exact answer."""
+    span = {"date_from": days[0].isoformat(), "date_to": days[-1].isoformat()}
+    estimating = {
+        (entry.app_id, entry.event_type)
+        for entry in catalog
+        if not engine.estimate(
+            {"app_id": entry.app_id, "event_type": entry.event_type, **span}
+        ).exact
+    }
+    if not estimating:
+        return []
+    found = []
+    for tree in sample_estimating_queries(catalog, estimating, days, wanted * SEEK_ATTEMPTS, seed):
+        answer = engine.estimate(tree)
+        if not answer.exact:
+            found.append((tree, answer))
+            if len(found) == wanted:
+                break
+    return found

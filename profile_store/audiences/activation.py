@@ -22,8 +22,8 @@ from pyspark.sql import functions as F
 from profile_store.audiences.query import Leaf, Node, QueryError, leaves, parse_query, resolve_dates
 from profile_store.audiences.saved import SavedAudience
 from profile_store.events.schema import EVENTS_SCHEMA
-from profile_store.lake_layout import events_day
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.layout import events_day
+from profile_store.lake.storage import LakeStorage
 from profile_store.profiles.segment_rules import DAY_MS
 
 HITS_SCHEMA = "profile string, segment string, expiry_ms long, tenant string, audience_id string"

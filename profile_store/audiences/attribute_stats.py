@@ -69,7 +69,9 @@ def trim_decisions(window_stats: DataFrame, rule: TrimRule) -> DataFrame:
 
     ``window_stats`` holds the daily stats of every day in the window, with a ``date`` column.
     The null-attribute rows (events without attributes) are carried along, never kept: they
-    say which (app, event type) pairs the window has seen.
+    say which (app, event type) pairs the window has seen. A trimmed attribute carries the
+    limit it crossed (``trim_reason``: ``too_many_values`` or ``values_too_distinct``) and the
+    rule beside it, so that a refused filter can say exactly why.
     """
     merged = window_stats.groupBy("app_id", "event_type", "attribute").agg(
         F.sum("appearances").alias("appearances"),
@@ -85,6 +87,11 @@ def trim_decisions(window_stats: DataFrame, rule: TrimRule) -> DataFrame:
             | (distinct <= rule.few_values)
         )
     )
+    reason = (
+        F.when(F.col("attribute").isNull() | keep, F.lit(None).cast("string"))
+        .when(distinct > rule.max_distinct, F.lit("too_many_values"))
+        .otherwise(F.lit("values_too_distinct"))
+    )
     return merged.select(
         "app_id",
         "event_type",
@@ -93,4 +100,9 @@ def trim_decisions(window_stats: DataFrame, rule: TrimRule) -> DataFrame:
         distinct.alias("distinct_values"),
         "days_seen",
         keep.alias("kept"),
+        reason.alias("trim_reason"),
+        F.lit(rule.window_days).alias("window_days"),
+        F.lit(rule.max_distinct).alias("max_distinct"),
+        F.lit(rule.max_distinct_ratio).alias("max_distinct_ratio"),
+        F.lit(rule.few_values).alias("few_values"),
     )

@@ -21,9 +21,9 @@ from profile_store.audiences.rowkey import day_component
 from profile_store.audiences.sketch_rows import day_sketch_rows
 from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table
 from profile_store.audiences.sketch_writer import remove_stale_rows, write_sketch_rows
-from profile_store.hbase_client import ThriftAddress
-from profile_store.lake_layout import AUDIENCE_SKETCHES, TRIMMED_ATTRIBUTES, day_dir, events_day
-from profile_store.lake_storage import LakeStorage
+from profile_store.hbase.settings import ThriftAddress
+from profile_store.lake.layout import AUDIENCE_SKETCHES, TRIMMED_ATTRIBUTES, day_dir, events_day
+from profile_store.lake.storage import LakeStorage
 
 
 def pairs_manifest(day: date) -> str:

@@ -61,6 +61,15 @@ class AppCatalog:
 def app_catalog(table, may_query: Callable[[str], bool]) -> tuple[list[AppCatalog], date | None]:
     """The apps ``may_query`` admits, each event type with the built days that have its users,
     and the latest built day; one scan of the built-day markers."""
+    catalog, days = catalog_and_days(table, may_query)
+    return catalog, max(days, default=None)
+
+
+def catalog_and_days(
+    table, may_query: Callable[[str], bool]
+) -> tuple[list[AppCatalog], list[date]]:
+    """As ``app_catalog``, with every built day instead of the latest: the days a query can
+    be answered over (a built day without an app's events counts it as no users)."""
     days = built_days(table)
     by_app: dict[str, dict[str, list[date]]] = {}
     for day, pairs in days.items():
@@ -71,7 +80,7 @@ def app_catalog(table, may_query: Callable[[str], bool]) -> tuple[list[AppCatalo
         AppCatalog(app, [EventTypeDays(event, sorted(d)) for event, d in sorted(events.items())])
         for app, events in sorted(by_app.items())
     ]
-    return catalog, max(days, default=None)
+    return catalog, list(days)
 
 
 def event_days(table, app_id: str, event_type: str) -> list[date]:

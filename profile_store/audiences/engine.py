@@ -35,6 +35,15 @@ from datetime import date, timedelta
 
 from datasketches import compact_theta_sketch, theta_intersection
 
+from profile_store.audiences.answerable import (
+    NOT_BUILT,
+    Cause,
+    UnanswerableQuery,
+    attribute_causes,
+    largest_run,
+    nearest_range,
+    refusal_message,
+)
 from profile_store.audiences.built_days import latest_built_day
 from profile_store.audiences.query import (
     Leaf,
@@ -66,6 +75,7 @@ from profile_store.audiences.sketch_table import (
     KEPT_MARKER,
     PAIR_MARKER,
     THETA,
+    TRIMMED,
     attribute_column,
 )
 
@@ -186,7 +196,11 @@ class OverlapQueryError(QueryError):
     def __init__(self, index: int, error: QueryError) -> None:
         super().__init__(error.path, error.problem)
         self.index = index
+        self.error = error
 
+
+NEAREST_REACH_DAYS = 31
+"""How far before or after a refused range the nearest answerable range is looked for."""
 
 MAX_CHART_DAYS = 92
 """Longest range ``daily`` charts: a quarter of days, each one estimate."""
@@ -341,10 +355,11 @@ class AudienceEngine:
     def _scan_combinations(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRows:
         """A leaf with attribute filters: its range's matching combination rows, one scan."""
         start, stop = leaf_scan_range(leaf.app_id, leaf.event_type, leaf.date_from, leaf.date_to)
-        columns = [sketch_column, AGGREGATE_MARK, KEPT] + [
+        columns = [sketch_column, AGGREGATE_MARK, KEPT, TRIMMED] + [
             attribute_column(name) for name in leaf.attributes
         ]
         kept_by_day: dict[date, set[str]] = {}
+        trimmed_by_day: dict[date, dict[str, dict] | None] = {}
         blobs: dict[date, list[bytes]] = {}
         rows = 0
         for key, cells in table.scan(
@@ -358,9 +373,10 @@ class AudienceEngine:
             day = parse_rowkey(key)[2]
             if key.endswith(_AGGREGATE_SUFFIX):
                 kept_by_day[day] = set(json.loads(cells.get(KEPT, b"[]")))
+                trimmed_by_day[day] = json.loads(cells[TRIMMED]) if TRIMMED in cells else None
             elif sketch_column in cells:
                 blobs.setdefault(day, []).append(cells[sketch_column])
-        self._check_answerable(table, leaf, kept_by_day)
+        self._check_answerable(table, leaf, kept_by_day, trimmed_by_day)
         return LeafRows(blobs, rows)
 
     def _read_aggregates(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRows:
@@ -373,7 +389,7 @@ class AudienceEngine:
         found = table.rows(list(keys), columns=[sketch_column, KEPT])
         kept_by_day = {keys[key]: set(json.loads(cells.get(KEPT, b"[]"))) for key, cells in found}
         blobs = {keys[k]: [cells[sketch_column]] for k, cells in found if sketch_column in cells}
-        self._check_answerable(table, leaf, kept_by_day)
+        self._check_answerable(table, leaf, kept_by_day, {})
         return LeafRows(blobs, len(found))
 
     def _read_marginals(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRows | None:
@@ -406,29 +422,61 @@ class AudienceEngine:
             return users_with_min_count(blobs, leaf.min_count, self.union_lg_k)
         return union_theta(blobs, self.union_lg_k)
 
-    @staticmethod
-    def _check_answerable(table, leaf: Leaf, kept_by_day: dict[date, set[str]]) -> None:
+    def _check_answerable(
+        self,
+        table,
+        leaf: Leaf,
+        kept_by_day: dict[date, set[str]],
+        trimmed_by_day: dict[date, dict[str, dict] | None],
+    ) -> None:
         """Every day must hold the pair or be built (one more multi-get, only when a day lacks
-        the pair); on days with the pair, every filtered attribute must be kept."""
+        the pair); on days with the pair, every filtered attribute must be kept. A refusal
+        names each cause with its days, and the range the sketches can answer instead."""
+        causes: list[Cause] = []
         without_pair = [d for d in leaf.days() if d not in kept_by_day]
         if without_pair:
-            keys = {built_day_rowkey(d): d for d in without_pair}
-            built = {keys[key] for key, _ in table.rows(list(keys), columns=[BUILT])}
-            missing = [d for d in without_pair if d not in built]
+            built = _built_days(table, without_pair)
+            missing = tuple(d for d in without_pair if d not in built)
             if missing:
-                raise QueryError(
-                    leaf.path,
-                    f"no sketches for {leaf.app_id}/{leaf.event_type} on {_days(missing)}: "
-                    "the day is not built yet (materialize audience_sketches for it)",
-                )
+                causes.append(Cause(NOT_BUILT, missing))
         for name in sorted(leaf.attributes):
-            trimmed = [d for d in kept_by_day if name not in kept_by_day[d]]
-            if trimmed:
-                raise QueryError(
-                    f"{leaf.path}.attributes.{name}",
-                    f"attribute {name!r} of {leaf.app_id}/{leaf.event_type} was trimmed or "
-                    f"never seen on {_days(sorted(trimmed))}: it cannot be filtered on",
-                )
+            causes += attribute_causes(name, kept_by_day, trimmed_by_day)
+        if not causes:
+            return
+        refused = {day for cause in causes for day in cause.days}
+        answerable = largest_run(d for d in leaf.days() if d not in refused)
+        if answerable is None:
+            answerable = self._nearest_answerable(table, leaf)
+        path = leaf.path
+        if causes[0].attribute is not None:
+            path = f"{leaf.path}.attributes.{causes[0].attribute}"
+        length = len(leaf.days())
+        name = f"{leaf.app_id}/{leaf.event_type}"
+        raise UnanswerableQuery(
+            path, refusal_message(name, causes, answerable, length), causes, answerable
+        )
+
+    @staticmethod
+    def _nearest_answerable(table, leaf: Leaf) -> tuple[date, date] | None:
+        """The nearest range of the leaf's length whose every day can be answered, within
+        ``NEAREST_REACH_DAYS``: one multi-get of the aggregate rows around it, and one of the
+        built-day markers of the days without one."""
+        reach = timedelta(days=NEAREST_REACH_DAYS)
+        first, last = leaf.date_from - reach, leaf.date_to + reach
+        days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
+        keys = {aggregate_rowkey(leaf.app_id, leaf.event_type, day): day for day in days}
+        kept = {
+            keys[key]: set(json.loads(cells.get(KEPT, b"[]")))
+            for key, cells in table.rows(list(keys), columns=[KEPT])
+        }
+        built = _built_days(table, [day for day in days if day not in kept])
+
+        def answerable(day: date) -> bool:
+            if day in kept:
+                return all(name in kept[day] for name in leaf.attributes)
+            return day in built
+
+        return nearest_range(answerable, leaf.date_from, len(leaf.days()), NEAREST_REACH_DAYS)
 
 
 def _marked_rows(
@@ -452,6 +500,9 @@ def _marked_rows(
     return LeafRows(blobs, len(found))
 
 
-def _days(days: list[date]) -> str:
-    shown = ", ".join(d.isoformat() for d in days[:10])
-    return shown + (f" and {len(days) - 10} more" if len(days) > 10 else "")
+def _built_days(table, days: list[date]) -> set[date]:
+    """Those of ``days`` with a built-day marker (one multi-get)."""
+    if not days:
+        return set()
+    keys = {built_day_rowkey(day): day for day in days}
+    return {keys[key] for key, _ in table.rows(list(keys), columns=[BUILT])}

@@ -9,6 +9,7 @@ negligible at these sizes (2^-64 per pair).
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 from datetime import date
 
 import numpy as np
@@ -97,6 +98,25 @@ def exact_users(node: Node, leaf_users: dict[tuple, np.ndarray]) -> np.ndarray:
         else:
             result = np.setdiff1d(result, child, assume_unique=True)
     return result
+
+
+def counted_leaves(all_leaves: Iterable[Leaf]) -> list[Leaf]:
+    """Each leaf with a minimum count, without it: the rows its sketch is read from (see
+    ``operand_size``); ask ``exact_leaf_users`` for these beside the leaves themselves."""
+    return [replace(leaf, min_count=None) for leaf in all_leaves if leaf.min_count]
+
+
+def operand_size(node: Node, leaf_users: dict[tuple, np.ndarray]) -> int:
+    """The largest set the tree's sketches read: its error scales with that, not the answer.
+
+    A leaf reads its rows' users (all of them, whatever its minimum count: a "3 times" leaf is
+    a subset sampled at the rate of the whole); an operation reads its own result and its
+    operands. ``leaf_users`` must hold the ``counted_leaves`` too.
+    """
+    if isinstance(node, Leaf):
+        return len(leaf_users[leaf_identity(replace(node, min_count=None))])
+    own = len(exact_users(node, leaf_users))
+    return max(own, *(operand_size(child, leaf_users) for child in node.children))
 
 
 def days_spanned(all_leaves: Iterable[Leaf]) -> list[date]:

@@ -6,6 +6,10 @@ events, intersections of a large and a small set ("installed AND purchased"), di
 of one to four leaves; and intersections and differences of small sets (narrow leaves of the
 smaller event types: one day, an attribute value, at least twice), where a sketch's error
 relative to the answer is largest.
+
+When a day's sketches are mostly below their capacity, few of that mix estimate; the accuracy
+check then asks ``sample_estimating_queries``: the same shapes, each tree built around a pair
+whose sketches estimate, so that estimation is judged whenever the day's sketches estimate.
 """
 
 from __future__ import annotations
@@ -91,6 +95,48 @@ def sample_queries(
         by_app.setdefault(entry.app_id, []).append(entry)
     apps = sorted(by_app)
     return [_sample_one(rng, by_app[rng.choice(apps)], days) for _ in range(count)]
+
+
+def sample_estimating_queries(
+    catalog: list[CatalogEntry],
+    estimating: set[tuple[str, str]],
+    days: list[date],
+    count: int,
+    seed: int = 20261101,
+) -> list[dict]:
+    """``count`` query trees over ``days``, each with a leaf of an ``estimating`` (app, event
+    type): alone, in a union, or the large side of an intersection, a difference or a tree
+    (against a whole leaf or a narrow one-day one). Deterministic for ``seed``."""
+    large = [entry for entry in catalog if (entry.app_id, entry.event_type) in estimating]
+    if not large or not days:
+        raise ValueError("sample_estimating_queries: needs an estimating pair and a day")
+    rng = random.Random(f"estimating-{seed}")
+    by_app: dict[str, list[CatalogEntry]] = {}
+    for entry in catalog:
+        by_app.setdefault(entry.app_id, []).append(entry)
+    trees = []
+    for _ in range(count):
+        big = rng.choice(large)
+        others = [e for e in by_app[big.app_id] if e != big] or [big]
+        date_from, date_to = _date_range(rng, days)
+        shape = rng.choice(("leaf", "union", "intersection", "difference", "narrow", "tree"))
+        first = _leaf(rng, big, date_from, date_to)
+        if shape == "leaf":
+            trees.append(first)
+        elif shape == "union":
+            trees.append({"union": [first, _leaf(rng, rng.choice(others), date_from, date_to)]})
+        elif shape in ("intersection", "difference"):
+            trees.append({shape: [first, _leaf(rng, rng.choice(others), date_from, date_to)]})
+        elif shape == "narrow":
+            day = rng.choice(days)
+            whole = _leaf(rng, big, day, day)
+            narrow = _narrow_leaf(rng, rng.choice(others), day)
+            trees.append({rng.choice(("intersection", "difference")): [whole, narrow]})
+        else:
+            inner = {"union": [first, _leaf(rng, rng.choice(others), date_from, date_to)]}
+            last = _leaf(rng, rng.choice(others), date_from, date_to)
+            trees.append({rng.choice(("intersection", "difference")): [inner, last]})
+    return trees
 
 
 _SHAPES = ("leaf", "leaf", "union", "intersection", "intersection", "difference", "tree", "small")

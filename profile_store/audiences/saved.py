@@ -27,7 +27,7 @@ Rows written before this layout (``d:name``, ``d:query``, ``d:created``, ``d:upd
 ``d:audience`` on their next change.
 
 The store checks what it owns (names, ids, the activation's fields); the caller admits the
-query (``tenants.admissible_query`` and the tenant's apps) before saving it.
+query (``admission.admissible_query`` and the tenant's apps) before saving it.
 """
 
 from __future__ import annotations

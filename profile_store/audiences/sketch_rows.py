@@ -50,11 +50,27 @@ def _rowkey(day_text: str) -> Column:
     return F.concat_ws("|", _escaped("app_id"), _escaped("event_type"), F.lit(day_text), suffix)
 
 
+_TRIM_FIGURES = ("distinct_values", "appearances", "window_days", "max_distinct",
+                 "max_distinct_ratio", "few_values")  # fmt: skip
+
+
 def kept_attribute_lists(decisions: DataFrame) -> DataFrame:
-    """Every (app_id, event_type) of the trimming window -> sorted kept attribute names."""
+    """Every (app_id, event_type) of the trimming window -> sorted kept attribute names, and
+    the trimmed ones as JSON: per attribute, the limit it crossed and the figures (null for
+    decisions written before they carried them)."""
     kept_name = F.when(F.col("kept"), F.col("attribute"))
+    if "trim_reason" not in decisions.columns:
+        trimmed = F.lit(None).cast("string")
+    else:
+        figures = F.struct(F.col("trim_reason").alias("reason"), *_TRIM_FIGURES)
+        entry = F.when(
+            F.col("trim_reason").isNotNull(),
+            F.struct(F.col("attribute").alias("key"), figures.alias("value")),
+        )
+        trimmed = F.to_json(F.map_from_entries(F.collect_list(entry)))
     return decisions.groupBy("app_id", "event_type").agg(
-        F.array_sort(F.collect_set(kept_name)).alias("kept_attributes")
+        F.array_sort(F.collect_set(kept_name)).alias("kept_attributes"),
+        trimmed.alias("trimmed_attributes"),
     )
 
 
@@ -124,6 +140,7 @@ def union_sketches(combinations: DataFrame, kept: DataFrame, lg_k: int = DEFAULT
         F.lit(empty_counts).alias("counts"),
         F.lit(0).cast("long").alias("events"),
         "kept_attributes",
+        "trimmed_attributes",
     )
     unions = (
         parts.unionByName(known, allowMissingColumns=True)
@@ -134,6 +151,7 @@ def union_sketches(combinations: DataFrame, kept: DataFrame, lg_k: int = DEFAULT
             F.sum("events").alias("events"),
             # Only the pair's empty entry carries the list.
             F.first("kept_attributes", ignorenulls=True).alias("kept_attributes"),
+            F.first("trimmed_attributes", ignorenulls=True).alias("trimmed_attributes"),
         )
     )
     is_whole = F.col("attribute").isNull()
@@ -151,6 +169,7 @@ def union_sketches(combinations: DataFrame, kept: DataFrame, lg_k: int = DEFAULT
         "counts",
         "events",
         "kept_attributes",
+        "trimmed_attributes",
     )
 
 
@@ -240,6 +259,7 @@ _COLUMNS = {
     "counts": "binary",
     "events": "bigint",
     "kept_attributes": "array<string>",
+    "trimmed_attributes": "string",
 }
 
 
@@ -294,4 +314,5 @@ def day_sketch_rows(
         "events",
         F.theta_sketch_estimate("theta").alias("users_estimate"),
         "kept_attributes",
+        "trimmed_attributes",
     )

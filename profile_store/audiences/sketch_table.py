@@ -9,6 +9,8 @@ m:events   events in the row (8-byte big-endian)
 m:users    estimated unique users (ASCII, for humans in the HBase shell)
 m:agg      "1" on the aggregate row of (app, event, day)
 m:kept     on the aggregate row: JSON list of the attributes kept that day
+m:trimmed  on the aggregate row: JSON object, per attribute trimmed that day, the rule's limit
+           it crossed and its figures (why a filter on it is refused)
 m:attr     on the kept marker row of (app, event, day, attribute): the attribute's name
 m:built    on the built-day row of a day: the number of (app, event type) pairs written
 m:pairs    on the built-day row: JSON [[app, event type], ...] of the pairs with rows that day
@@ -21,9 +23,14 @@ server-side filters of multi-attribute scans never select them.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import struct
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+
+import happybase
+
+from profile_store.hbase.pool import table_opener
 
 SKETCH_TABLE = "sketches"
 FAMILIES = {"s": {"max_versions": 1}, "a": {"max_versions": 1}, "m": {"max_versions": 1}}
@@ -34,6 +41,7 @@ EVENTS = b"m:events"
 USERS = b"m:users"
 AGGREGATE_MARK = b"m:agg"
 KEPT = b"m:kept"
+TRIMMED = b"m:trimmed"
 KEPT_MARKER = b"m:attr"
 BUILT = b"m:built"
 BUILT_PAIRS = b"m:pairs"
@@ -73,6 +81,8 @@ def row_cells(row: dict) -> dict[bytes, bytes]:
     if kind == "aggregate":
         cells[AGGREGATE_MARK] = b"1"
         cells[KEPT] = json.dumps(sorted(row["kept_attributes"])).encode()
+        if row.get("trimmed_attributes"):
+            cells[TRIMMED] = row["trimmed_attributes"].encode()
     return cells
 
 
@@ -101,3 +111,10 @@ def delete_rows(table, keys: Iterable[bytes], batch_size: int = 500) -> int:
             batch.delete(key)
             deleted += 1
     return deleted
+
+
+def sketch_table_opener(
+    pool: happybase.ConnectionPool, table_name: str = SKETCH_TABLE
+) -> Callable[[], contextlib.AbstractContextManager[happybase.Table]]:
+    """``table_opener`` of the sketch table, the one ``AudienceEngine`` reads."""
+    return table_opener(pool, table_name)

@@ -13,10 +13,10 @@ from dataclasses import asdict
 
 from pyspark.sql import DataFrame
 
-from profile_store.arrow_partitions import sum_over_partitions
 from profile_store.audiences.rowkey import day_prefix
 from profile_store.audiences.sketch_table import delete_rows, keys_with_prefix, write_rows
-from profile_store.hbase_client import ThriftAddress
+from profile_store.hbase.settings import ThriftAddress
+from profile_store.spark.arrow_partitions import sum_over_partitions
 
 
 def _write_partition(

@@ -37,9 +37,9 @@ from profile_store.erasure.report import ERASED, NOTHING_FOUND, ErasureReport, s
 from profile_store.erasure.requests import ErasureRefused, ErasureRequest, GivenId
 from profile_store.erasure.resolution import DEFAULT_WEIGHT_THRESHOLD, resolve
 from profile_store.erasure.sketch_retention import id_hashes, retention
-from profile_store.hbase_client import ThriftAddress
-from profile_store.lake_layout import PROFILE_SEGMENTS
-from profile_store.lake_storage import LakeStorage
+from profile_store.hbase.settings import ThriftAddress
+from profile_store.lake.layout import PROFILE_SEGMENTS
+from profile_store.lake.storage import LakeStorage
 from profile_store.profiles.pipeline import CompactionSettings, rewrite_components
 
 

@@ -26,8 +26,8 @@ from profile_store.erasure.requests import (
     save_request,
 )
 from profile_store.erasure.resolution import DEFAULT_WEIGHT_THRESHOLD, Person, resolve
-from profile_store.erasure.suppression import add_to_list, remove_from_list
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
+from profile_store.suppression.salted_digests import add_to_list, remove_from_list
 
 
 @dataclass(frozen=True)

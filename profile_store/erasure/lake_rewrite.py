@@ -44,7 +44,8 @@ from profile_store.identity.pipeline import (
     surviving_edges,
 )
 from profile_store.identity.rules import MEMBER_ID
-from profile_store.lake_layout import (
+from profile_store.lake.landing_watch import complete_days, is_landing_data
+from profile_store.lake.layout import (
     AUDIENCE_ACTIVATIONS,
     COMPACTED_PROFILES,
     EVENTS,
@@ -61,8 +62,7 @@ from profile_store.lake_layout import (
     SUCCESS_MARKER,
     day_dir,
 )
-from profile_store.lake_storage import LakeStorage
-from profile_store.landing_watch import complete_days, is_landing_data
+from profile_store.lake.storage import LakeStorage
 
 STAGING = "erasure/_staging"
 LANDING_REWRITES = "erasure/landing"

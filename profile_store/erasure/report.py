@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, field
 
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
 
 REPORTS = "erasure/reports"
 ERASED = "erased"

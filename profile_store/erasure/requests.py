@@ -10,21 +10,21 @@ erasure step deletes the file when the request completes and keeps only the audi
 from __future__ import annotations
 
 import json
-import os
 import secrets
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 
 from profile_store.events.id_case import normalize_id
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
+from profile_store.settings.definitions import ERASURE_MAX_PROFILES, SettingError
 
 REQUESTS = "erasure/requests"
 PROFILE_ID = "profile"
 """The key type of a device or cookie id (the events' ``user_id``), the default."""
 
-DEFAULT_MAX_PROFILES = 100
-MAX_PROFILES_ENV = "PROFILES_ERASURE_MAX_PROFILES"
+DEFAULT_MAX_PROFILES = ERASURE_MAX_PROFILES.default
+MAX_PROFILES_ENV = ERASURE_MAX_PROFILES.name
 
 
 class ErasureRequestError(ValueError):
@@ -38,10 +38,10 @@ class ErasureRefused(ErasureRequestError):
 
 def max_profiles_from_env(environ: Mapping[str, str] | None = None) -> int:
     """``PROFILES_ERASURE_MAX_PROFILES``, else ``DEFAULT_MAX_PROFILES``."""
-    text = (os.environ if environ is None else environ).get(MAX_PROFILES_ENV, "").strip()
-    if not text:
-        return DEFAULT_MAX_PROFILES
-    return checked_max_profiles(text, MAX_PROFILES_ENV)
+    try:
+        return ERASURE_MAX_PROFILES.read(environ)
+    except SettingError as error:
+        raise ErasureRequestError(str(error)) from None
 
 
 def checked_max_profiles(value: object, name: str = "max_profiles") -> int:

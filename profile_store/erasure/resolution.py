@@ -23,14 +23,11 @@ anything is written: hundreds of profiles behind one id is an over-linking graph
 
 from __future__ import annotations
 
-import io
 import re
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from profile_store.erasure.requests import (
     DEFAULT_MAX_PROFILES,
@@ -41,13 +38,14 @@ from profile_store.erasure.requests import (
 from profile_store.events.id_case import USER_ID_CASE, case_of, normalize_id
 from profile_store.identity.pipeline import latest_assignment_dir
 from profile_store.identity.rules import DEFAULT_BLOCKLIST, FUZZY_IP_UA, MEMBER_ID
-from profile_store.lake_layout import (
+from profile_store.lake.arrow_areas import read_area
+from profile_store.lake.layout import (
     IDENTITY_EDGES,
     IDENTITY_KEYS,
     IDENTITY_PROFILES,
     IDENTITY_QUARANTINE,
 )
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
 
 DEFAULT_WEIGHT_THRESHOLD = 0.9
 """The components' default threshold (``identity_components``, ``CompactionConfig``)."""
@@ -83,20 +81,6 @@ class Person:
             *given,
         }
         return {value for value in ids if value}
-
-
-def read_area(storage: LakeStorage, relative: str, columns: list[str]) -> pa.Table:
-    """Every Parquet file under ``relative`` (all days), ``columns`` only."""
-    tables = []
-    if storage.exists(relative):
-        for entry in storage.list_files(relative):
-            name = PurePosixPath(entry.path).name
-            if name.endswith(".parquet") and not name.startswith(("_", ".")):
-                data = storage.read_bytes(entry.path)
-                tables.append(pq.read_table(io.BytesIO(data), columns=columns))
-    if not tables:
-        return pa.table({name: pa.array([], pa.string()) for name in columns})
-    return pa.concat_tables(tables, promote_options="permissive")
 
 
 def _strings(values) -> pa.Array:

@@ -22,7 +22,7 @@ from datasketches import update_theta_sketch
 from profile_store.audiences.day_sketches import pairs_manifest
 from profile_store.audiences.rowkey import SEPARATOR, day_component, encode_component
 from profile_store.audiences.sketch_table import COUNTS, THETA
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
 
 
 def id_hashes(ids: Iterable[str]) -> set[bytes]:

@@ -14,9 +14,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from profile_store.settings.definitions import (
+    KAFKA_PARTITIONS,
+    KAFKA_REPLICATION_FACTOR,
+    Setting,
+    SettingError,
+)
+
 DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:9092"
 DEFAULT_TOPIC = "events"
-DEFAULT_PARTITIONS = 6
+DEFAULT_PARTITIONS = KAFKA_PARTITIONS.default
 
 # librdkafka properties that carry the path's guarantees; the environment may not change them.
 GUARANTEED_PROPERTIES = frozenset(
@@ -85,8 +92,8 @@ class EventBusSettings:
                 "PROFILES_KAFKA_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP_SERVERS
             ),
             topic=env.get("PROFILES_KAFKA_TOPIC", DEFAULT_TOPIC),
-            partitions=_whole_number(env, "PROFILES_KAFKA_PARTITIONS", DEFAULT_PARTITIONS),
-            replication_factor=_whole_number(env, "PROFILES_KAFKA_REPLICATION_FACTOR", 1),
+            partitions=_whole_number(env, KAFKA_PARTITIONS),
+            replication_factor=_whole_number(env, KAFKA_REPLICATION_FACTOR),
             client_properties=_properties(env.get("PROFILES_KAFKA_CONFIG_JSON", "")),
         )
 
@@ -95,14 +102,11 @@ class EventBusSettings:
         return {"bootstrap.servers": self.bootstrap_servers, **self.client_properties, **properties}
 
 
-def _whole_number(env: Mapping[str, str], name: str, default: int) -> int:
-    text = env.get(name, "").strip()
-    if not text:
-        return default
+def _whole_number(env: Mapping[str, str], setting: Setting) -> int:
     try:
-        return int(text)
-    except ValueError:
-        raise EventBusSettingsError(f"{name}: expected a whole number, got {text!r}") from None
+        return setting.read(env)
+    except SettingError as error:
+        raise EventBusSettingsError(str(error)) from None
 
 
 def _properties(text: str) -> dict[str, Any]:

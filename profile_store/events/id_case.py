@@ -11,7 +11,7 @@ in one spelling everywhere.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # Spark only for the column form; erasure and the service need no JVM.
     from pyspark.sql import Column
@@ -37,12 +37,7 @@ def case_of(kind: str) -> str | None:
 
 def normalize_id(kind: str, value: str) -> str:
     """``value`` in the one spelling of ``kind`` (unchanged for case-sensitive kinds)."""
-    case = case_of(kind)
-    if case == UPPER:
-        return value.upper()
-    if case == LOWER:
-        return value.lower()
-    return value
+    return normalize_case(case_of(kind), value)
 
 
 def normalized_user_id(user_id: Column, id_type: Column) -> Column:
@@ -68,3 +63,29 @@ def normalized_alt_ids(alt_ids: Column) -> Column:
         return F.when(condition, F.lower(value)).otherwise(value)
 
     return F.transform_values(alt_ids, spell)
+
+
+def spelled_event(event: dict[str, Any]) -> dict[str, Any]:
+    """A parsed event with ``user_id`` and the ``alt_ids`` values in their one spelling, as
+    ingest's ``normalized_user_id`` and ``normalized_alt_ids`` spell them (an event that keeps
+    the contract: strings where they are expected)."""
+    spelled = dict(event)
+    if isinstance(event.get("id_type"), str) and isinstance(event.get("user_id"), str):
+        case = USER_ID_CASE.get(event["id_type"])
+        if case is not None:
+            spelled["user_id"] = normalize_case(case, event["user_id"])
+    alt_ids = event.get("alt_ids")
+    if isinstance(alt_ids, dict):
+        spelled["alt_ids"] = {
+            kind: normalize_case(alt_id_case(kind), value) for kind, value in alt_ids.items()
+        }
+    return spelled
+
+
+def normalize_case(case: str | None, value: str) -> str:
+    """``value`` in ``case`` (UPPER, LOWER, or None: as it is)."""
+    if case == UPPER:
+        return value.upper()
+    if case == LOWER:
+        return value.lower()
+    return value

@@ -9,13 +9,12 @@ from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from profile_store.erasure.suppression import Suppression
 from profile_store.events.json_lines import LINE
+from profile_store.events.rules import REASONS
 from profile_store.events.schema import QUARANTINED_FIELDS, SOURCE_FILE
 from profile_store.events.unreadable_files import UnreadableFile, unreadable_files
 from profile_store.events.validation import (
     COPY,
-    REASONS,
     ValidationRules,
     check_lines,
     clean_events,
@@ -24,9 +23,10 @@ from profile_store.events.validation import (
     repeated_event_ids,
     resolve_duplicates,
 )
-from profile_store.lake_layout import SUCCESS_MARKER, events_day, landing_day, quarantine_day
-from profile_store.lake_storage import LakeFile, LakeStorage
-from profile_store.landing_watch import is_landing_data, landing_digest
+from profile_store.lake.landing_watch import is_landing_data, landing_digest
+from profile_store.lake.layout import SUCCESS_MARKER, events_day, landing_day, quarantine_day
+from profile_store.lake.storage import LakeFile, LakeStorage
+from profile_store.suppression.salted_digests import Suppression
 
 SUPPRESSED = "suppressed"
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from profile_store.events.rules import WRONG_TYPE_FIELD
 from profile_store.events.schema import MAP_FIELDS, STRING_FIELDS
 
 LINE = "line"  # the line exactly as received
 PARSED = "_parsed"  # the line as a VARIANT (null: not JSON)
-WRONG_TYPE_FIELD = "wrong_type_field"  # the first field holding a value of the wrong type, or null
 
 _FIELDS = (*STRING_FIELDS, *MAP_FIELDS)
 

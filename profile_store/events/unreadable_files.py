@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
-from profile_store.lake_storage import LakeFile
+from profile_store.lake.storage import LakeFile
 
 TRUNCATED = "truncated_file"
 UNDECODABLE = "undecodable_file"

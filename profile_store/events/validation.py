@@ -8,8 +8,7 @@ order of ``REASONS``. Nothing is coerced: a value of the wrong JSON type is reje
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import date
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
@@ -17,13 +16,28 @@ from pyspark.sql import functions as F
 from profile_store.events.id_case import normalized_alt_ids, normalized_user_id
 from profile_store.events.json_lines import (
     LINE,
-    WRONG_TYPE_FIELD,
     describe_wrong_type,
     json_type,
     typed_lines,
     unknown_fields,
 )
 from profile_store.events.raw_lines import kept_line
+from profile_store.events.rules import (
+    ABSENT,
+    BLANK,
+    EVENT_TS,
+    FALSE,
+    NOT_ONE_OF,
+    OUTSIDE_DAY,
+    OVERSIZED_MAP,
+    POSITIVE,
+    PRESENT,
+    RULES,
+    WRONG_TYPE_FIELD,
+    Rule,
+    ValidationRules,
+    day_bounds,
+)
 from profile_store.events.schema import (
     EVENT_COLUMNS,
     ID_TYPES,
@@ -33,55 +47,8 @@ from profile_store.events.schema import (
     STRING_FIELDS,
 )
 
-REASONS = (
-    "malformed_record",  # not JSON
-    "not_an_object",  # JSON, but an array, string, number ... (never split into events)
-    "unknown_field",  # a top-level key the contract does not name
-    "wrong_type",  # a value of another JSON type than the contract's
-    "missing_event_id",
-    "missing_app_id",
-    "missing_user_id",
-    "invalid_id_type",
-    "empty_event_type",
-    "unparseable_event_time",
-    "event_time_outside_day",
-    "oversized_attributes",
-    "conflicting_duplicate",  # an event_id already accepted with other content
-)
-
 _TIME_FORMATS = ("yyyy-MM-dd'T'HH:mm:ss.SSSXXX", "yyyy-MM-dd'T'HH:mm:ssXXX")
 COPY = "is_copy"  # an identical re-delivery of an accepted event: dropped, counted
-
-
-MAX_RAW_BYTES = 1 << 30
-
-
-@dataclass(frozen=True)
-class ValidationRules:
-    """Limits a landing row must respect to enter the clean lake."""
-
-    max_attributes: int = 100
-    max_attribute_value_length: int = 1024
-    max_raw_bytes: int = 4096  # of a rejected line, kept in the quarantine (``raw_lines``)
-
-    def __post_init__(self) -> None:
-        if self.max_attributes < 1:
-            raise ValueError(f"max_attributes: must be >= 1, got {self.max_attributes}")
-        if self.max_attribute_value_length < 1:
-            raise ValueError(
-                f"max_attribute_value_length: must be >= 1, got {self.max_attribute_value_length}"
-            )
-        if not 4 <= self.max_raw_bytes <= MAX_RAW_BYTES:
-            raise ValueError(
-                f"max_raw_bytes: must be >= 4 (one character of any size) and <= {MAX_RAW_BYTES} "
-                f"(1 GiB, longer than any line Spark reads), got {self.max_raw_bytes}"
-            )
-
-
-def day_bounds(day: date) -> tuple[datetime, datetime]:
-    """The UTC half-open interval [start, end) of a partition day."""
-    start = datetime(day.year, day.month, day.day, tzinfo=UTC)
-    return start, start + timedelta(days=1)
 
 
 def _outside(event_ts: Column, day: date | None) -> Column:
@@ -91,13 +58,34 @@ def _outside(event_ts: Column, day: date | None) -> Column:
     return (event_ts < F.lit(start)) | (event_ts >= F.lit(end))
 
 
-def _blank(column: str) -> Column:
-    return F.col(column).isNull() | (F.trim(F.col(column)) == "")
-
-
 def parse_event_time(column: Column) -> Column:
     """ISO-8601 text with a zone (``Z`` or ``+hh:mm``), with or without milliseconds, or null."""
     return F.coalesce(*[F.try_to_timestamp(column, F.lit(fmt)) for fmt in _TIME_FORMATS])
+
+
+def spark_rule(rule: Rule, column: Column, day: date | None, rules: ValidationRules) -> Column:
+    """The Spark condition under which a row breaks ``rule`` (``column``: the rule's column)."""
+    if rule.test == FALSE:
+        return ~column
+    if rule.test == POSITIVE:
+        return column > 0
+    if rule.test == PRESENT:
+        return column.isNotNull()
+    if rule.test == BLANK:
+        return column.isNull() | (F.trim(column) == "")
+    if rule.test == NOT_ONE_OF:
+        return ~F.coalesce(column.isin(*rule.values), F.lit(False))
+    if rule.test == ABSENT:
+        return column.isNull()
+    if rule.test == OUTSIDE_DAY:
+        return _outside(column, day)
+    if rule.test == OVERSIZED_MAP:
+        entries = F.coalesce(column, F.create_map())
+        too_long_value = F.exists(
+            F.map_values(entries), lambda v: F.length(v) > rules.max_attribute_value_length
+        )
+        return (F.size(entries) > rules.max_attributes) | too_long_value
+    raise ValueError(f"{rule.reason}: no Spark form for the test {rule.test!r}")
 
 
 def check_lines(lines: DataFrame, day: date | None, rules: ValidationRules) -> DataFrame:
@@ -114,34 +102,15 @@ def check_lines(lines: DataFrame, day: date | None, rules: ValidationRules) -> D
             # (dedup, suppression, identity, sketches): ``id_case``.
             "user_id": normalized_user_id(F.col("user_id"), F.col("id_type")),
             "alt_ids": normalized_alt_ids(F.col("alt_ids")),
-            "event_ts": parse_event_time(F.col("event_time")),
+            EVENT_TS: parse_event_time(F.col("event_time")),
         }
     )
-    event_ts = F.col("event_ts")
-    attributes = F.coalesce(F.col("event_attributes"), F.create_map())
-    too_long_value = F.exists(
-        F.map_values(attributes), lambda v: F.length(v) > rules.max_attribute_value_length
-    )
-    checks: list[tuple[str, Column]] = [
-        ("malformed_record", ~F.is_valid_utf8(LINE) | ~F.col("is_json")),
-        ("not_an_object", ~F.col("is_object")),
-        ("unknown_field", F.col("unknown_field_count") > 0),
-        ("wrong_type", F.col(WRONG_TYPE_FIELD).isNotNull()),
-        ("missing_event_id", _blank("event_id")),
-        ("missing_app_id", _blank("app_id")),
-        ("missing_user_id", _blank("user_id")),
-        ("invalid_id_type", ~F.coalesce(F.col("id_type").isin(*ID_TYPES), F.lit(False))),
-        ("empty_event_type", _blank("event_type")),
-        ("unparseable_event_time", event_ts.isNull()),
-        ("event_time_outside_day", _outside(event_ts, day)),
-        (
-            "oversized_attributes",
-            (F.size(attributes) > rules.max_attributes) | too_long_value,
-        ),
-    ]
+    # A line Spark read with invalid UTF-8 bytes may still parse: it is not UTF-8 JSON.
+    inputs = {"is_json": F.is_valid_utf8(LINE) & F.col("is_json")}
     reason: Column = F.lit(None).cast("string")
-    for name, failed in reversed(checks):
-        reason = F.when(failed, F.lit(name)).otherwise(reason)
+    for rule in reversed(RULES):
+        failed = spark_rule(rule, inputs.get(rule.column, F.col(rule.column)), day, rules)
+        reason = F.when(failed, F.lit(rule.reason)).otherwise(reason)
     rows = typed.withColumn("reason", reason)
     return rows.withColumn(LINE, F.when(F.col("reason").isNotNull(), F.col(LINE)))
 

@@ -17,10 +17,9 @@ from profile_store.generator import catalog
 from profile_store.generator.arrow_strings import take, uuid_strings
 from profile_store.generator.attributes import event_attributes
 from profile_store.generator.identity_noise import NoiseLedger, inject_member_noise
-from profile_store.generator.population import Population
+from profile_store.generator.population import EVENTS_PER_ACTIVE_PERSON, Population
 
 STREAM_DAY = 10
-EVENTS_PER_ACTIVE_PERSON = 8
 DAILY_ACTIVITY_SIGMA = 0.5  # day-to-day variation of a person's activity
 CARRIER_NAT_SHARE = 0.3  # mobile events seen from a carrier NAT address, not the household
 DAY_MS = 86_400_000
@@ -62,13 +61,17 @@ def day_start_ms(day: date) -> int:
 
 
 def active_persons(
-    population: Population, day: int, events_per_day: int, rng: np.random.Generator
+    population: Population,
+    day: int,
+    events_per_day: int,
+    rng: np.random.Generator,
+    events_per_person: float = EVENTS_PER_ACTIVE_PERSON,
 ) -> np.ndarray:
     """Today's new cohort plus returning persons, the engaged ones more likely to return."""
     first_day = population.first_day
     new = np.flatnonzero(first_day == day)
     old = np.flatnonzero(first_day < day)
-    target = max(0, events_per_day // EVENTS_PER_ACTIVE_PERSON - len(new))
+    target = max(0, int(events_per_day / events_per_person) - len(new))
     if len(old) == 0 or target == 0:
         return new
     engagement = np.sqrt(population.activity[old])
@@ -88,11 +91,12 @@ def day_events(
     events_per_day: int,
     seed: int,
     ledger: NoiseLedger,
+    events_per_person: float = EVENTS_PER_ACTIVE_PERSON,
 ) -> pa.Table:
     """The day's events, sorted by event time (see EVENT_SCHEMA)."""
     rng = np.random.default_rng([seed, STREAM_DAY, day])
     n = events_per_day
-    install = _sample_installations(population, day, n, rng)
+    install = _sample_installations(population, day, n, rng, events_per_person)
     event_ms = day_start_ms(date_) + _time_of_day_ms(rng, n)
     order = np.argsort(event_ms, kind="stable")
     install, event_ms = install[order], event_ms[order]
@@ -141,16 +145,20 @@ def day_events(
 
 
 def _per_device(values: pa.StringArray, device: np.ndarray) -> pa.DictionaryArray:
-    """A device's string for each event, without a copy per event (a day of 2M events would
-    hold ~250 MB of repeated user agents); landing lines decode it a part at a time."""
+    """A device's string for each event, without a copy per event (a large day would hold
+    its user agents once per event); landing lines decode it a part at a time."""
     return pa.DictionaryArray.from_arrays(pa.array(device, type=pa.int32()), values)
 
 
 def _sample_installations(
-    population: Population, day: int, n: int, rng: np.random.Generator
+    population: Population,
+    day: int,
+    n: int,
+    rng: np.random.Generator,
+    events_per_person: float,
 ) -> np.ndarray:
     """Which (device, app) sends each event: persons by heavy-tailed activity, then share."""
-    active = active_persons(population, day, n, rng)
+    active = active_persons(population, day, n, rng, events_per_person)
     daily = np.zeros(population.n_persons)
     daily[active] = population.activity[active] * rng.lognormal(
         0.0, DAILY_ACTIVITY_SIGMA, len(active)

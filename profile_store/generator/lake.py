@@ -21,7 +21,11 @@ from profile_store.generator.arrow_strings import take
 from profile_store.generator.events import day_events
 from profile_store.generator.ground_truth import EmissionTracker, write_ground_truth
 from profile_store.generator.identity_noise import NoiseLedger
-from profile_store.generator.population import build_population, cohort_sizes
+from profile_store.generator.population import (
+    EVENTS_PER_ACTIVE_PERSON,
+    build_population,
+    cohort_sizes,
+)
 
 LANDING_DIR = "landing"
 DEFAULT_START_DATE = date(2026, 11, 1)
@@ -78,23 +82,30 @@ def generate_lake(
     malformed_share: float = 0.005,
     *,
     events_per_part: int = landing.EVENTS_PER_PART,
+    events_per_person: float = EVENTS_PER_ACTIVE_PERSON,
     on_day: Callable[[DaySummary], None] | None = None,
 ) -> GenerationSummary:
-    """Write ``days`` landing days under ``out_dir/landing`` and ``out_dir/ground_truth``."""
+    """Write ``days`` landing days under ``out_dir/landing`` and ``out_dir/ground_truth``.
+
+    ``events_per_person`` is the mean traffic of a person active on a day: the same events
+    spread over more persons (a lower value) give each app and day more users.
+    """
     if days < 1 or events_per_day < 1:
         raise ValueError("days and events_per_day must be positive")
     if not 0.0 <= malformed_share <= 1.0:
         raise ValueError("malformed_share must be within [0, 1]")
+    if not events_per_person >= 1.0:
+        raise ValueError(f"events_per_person must be at least 1, got {events_per_person}")
     started = time.perf_counter()
     out_dir = Path(out_dir)
-    population = build_population(seed, cohort_sizes(events_per_day, days))
+    population = build_population(seed, cohort_sizes(events_per_day, days, events_per_person))
     tracker = EmissionTracker(population.n_devices)
     ledger = NoiseLedger()
     summaries, malformed_rows = [], []
     for day in range(days):
         day_started = time.perf_counter()
         date_ = start_date + timedelta(days=day)
-        events = day_events(population, day, date_, events_per_day, seed, ledger)
+        events = day_events(population, day, date_, events_per_day, seed, ledger, events_per_person)
 
         corruption = malformed.plan(
             pc.cast(events["event_time"], pa.int64()).to_numpy(),

@@ -34,6 +34,7 @@ EXTRA_DEVICE_COOKIE_SHARE = 0.65
 SAME_HOUSEHOLD_SHARE = 0.05  # unrelated persons behind one /24 (flatmates, families)
 ECOSYSTEM_BROWSER_SHARE = 0.7
 CARRIER_IPS = 256
+EVENTS_PER_ACTIVE_PERSON = 8.0  # mean events of a person active on a day (the default traffic)
 _MEMBER_MULTIPLIER = 387_420_489  # coprime with 10: index -> 9-digit member number is 1-to-1
 
 
@@ -71,13 +72,17 @@ class Population:
         return self.device_person[self.install_device]
 
 
-def cohort_sizes(events_per_day: int, days: int) -> list[int]:
+def cohort_sizes(
+    events_per_day: int, days: int, events_per_person: float = EVENTS_PER_ACTIVE_PERSON
+) -> list[int]:
     """Persons first seen each day: a base pool on day 0, then a quarter of it per day.
 
-    About events_per_day / 8 persons are active per day (see ``events.active_persons``), so
-    the pool grows over the run and multi-day unique users stay below the sum of daily ones.
+    About events_per_day / events_per_person persons are active per day (see
+    ``events.active_persons``), so the pool grows over the run and multi-day unique users stay
+    below the sum of daily ones. Fewer events per person means more persons for the same
+    events: more users per app and day, which is what puts a day's sketches past their capacity.
     """
-    base = max(10, events_per_day // 8)
+    base = max(10, int(events_per_day / events_per_person))
     return [base] + [max(3, base // 4)] * (days - 1)
 
 
@@ -100,30 +105,25 @@ def build_population(seed: int, sizes: list[int]) -> Population:
     def cat_arrow(name: str) -> pa.Array:
         return pa.concat_arrays([part[name] for part in parts])
 
+    def cat_shifted(name: str, offsets: np.ndarray) -> np.ndarray:
+        """Indices local to each cohort, shifted to index the whole population."""
+        shifted = [part[name] + offset for part, offset in zip(parts, offsets, strict=True)]
+        return np.concatenate(shifted)
+
     return Population(
         person_id=cat_arrow("person_id"),
         first_day=cat("first_day"),
         activity=cat("activity"),
         member_id=cat_arrow("member_id"),
         email_sha256=cat_arrow("email_sha256"),
-        device_person=np.concatenate(
-            [
-                part["device_person"] + offset
-                for part, offset in zip(parts, person_offsets, strict=True)
-            ]
-        ),
+        device_person=cat_shifted("device_person", person_offsets),
         user_id=cat_arrow("user_id"),
         id_type=cat("id_type"),
         ip=cat_arrow("ip"),
         user_agent=cat_arrow("user_agent"),
         login_rate=cat("login_rate"),
         email_rate=cat("email_rate"),
-        install_device=np.concatenate(
-            [
-                part["install_device"] + offset
-                for part, offset in zip(parts, device_offsets, strict=True)
-            ]
-        ),
+        install_device=cat_shifted("install_device", device_offsets),
         install_app=cat("install_app"),
         install_share=cat("install_share"),
         carrier_ips=_carrier_ips(ids_rng),

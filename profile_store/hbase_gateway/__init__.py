@@ -1,7 +1,10 @@
 """Embedded HBase Thrift-1 gateway: HBase's Thrift API for unmodified happybase, over SQLite.
 
-Modules: ``store`` (durable ordered cell storage), ``schema`` (tables, families, columns),
-``scanner`` (server-side scans), ``handler`` (the Thrift service), ``server`` (threaded Thrift
-server), ``process`` (run it as a child process), ``cli`` (``profiles hbase-gateway``),
-``filters`` (the HBase filter language). See README.md in this directory.
+Modules: ``store`` (durable ordered cell storage), ``catalog`` (which tables exist, shared by
+processes), ``mutation_plans`` (what a write call will change), ``schema`` (tables, families,
+columns), ``scanner`` (server-side scans), ``handler`` (the Thrift service), ``server`` (threaded
+Thrift server), ``process`` (run it as a child process), ``filter_language`` (HBase's filter
+strings), ``filters`` (what each filter does), ``row_filter`` (how a row is shown to a filter). Its
+program, ``profiles hbase-gateway``, is ``profile_store.cli.hbase_gateway``. See README.md in this
+directory.
 """

@@ -1,30 +1,9 @@
-"""HBase filter language (Thrift ``filterString``) for the embedded gateway.
-
-``parse_filter`` turns a filter string into a tree of filter objects with the
-semantics of HBase 2.x: the grammar of ``ParseFilter``, the argument forms of
-each filter's ``createFilterFromArguments``, and per filter the exact
-``filterRowKey`` / ``filterCell`` / ``transformCell`` / ``filterRowCells`` /
-``filterRow`` / ``filterAllRemaining`` / ``reset`` behaviour, including
-``FilterListWithAND`` / ``FilterListWithOR`` return-code merging, ``SkipFilter``
-and ``WhileMatchFilter``.
-
-The gateway hands over one row at a time (``RowFilter.filter_row``).  That
-method plays the part of HBase's region scanner and query matcher: it calls
-``filterRowKey``, walks the sorted cells applying each ReturnCode the way the
-store scanner does (SKIP, NEXT_COL, NEXT_ROW, SEEK_NEXT_USING_HINT, ...), then
-``filterRowCells`` and ``filterRow``, and finally the per-row ``reset``.  Why
-emulate rather than simplify: the filters are stateful and their state depends
-on exactly which cells they were shown, so any shortcut changes results (e.g.
-``ColumnPaginationFilter`` inside an OR list, or ``PageFilter`` inside AND).
-
-Grammar (precedence as in HBase: SKIP/WHILE bind tighter than AND, AND
-tighter than OR)::
-
-    filter   := or_expr
-    or_expr  := and_expr ('OR' and_expr)*
-    and_expr := unary ('AND' unary)*
-    unary    := 'SKIP' unary | 'WHILE' unary | '(' or_expr ')' | Name '(' [arg (',' arg)*] ')'
-    arg      := 'quoted, '' escapes a quote' | bare (number, true/false, <, <=, =, !=, >=, >)
+"""The standard HBase filters with HBase 2.x's semantics: per filter the exact ``filterRowKey``
+/ ``filterCell`` / ``transformCell`` / ``filterRowCells`` / ``filterRow`` /
+``filterAllRemaining`` / ``reset`` behaviour, including ``FilterListWithAND`` /
+``FilterListWithOR`` return-code merging, ``SkipFilter`` and ``WhileMatchFilter``
+(``WrapperFilter``). ``filter_language`` builds them from a filter string;
+``row_filter`` shows them a row as HBase's region scanner does.
 
 Comparators: ``binary:`` (lexicographic bytes), ``binaryprefix:`` (compares the
 first len(value) bytes), ``regexstring:`` and ``substring:`` (only = and !=
@@ -32,13 +11,11 @@ for the compare filters, as in HBase; ``substring`` is case-insensitive).
 
 Intentional deviations from HBase (everything else is meant to match):
 
-* Arguments must be separated by exactly one comma.  HBase's tokenizer also
-  accepts ``F('a' 'b')`` and ``F('a',,'b')``; we reject them with a position.
 * ``regexstring:`` uses Python ``re`` instead of ``java.util.regex``.  Kept
   from Java: DOTALL, search (``find()``) rather than full match, cell bytes
-  decoded as UTF-8 with replacement characters.  Different: Java-only syntax
-  (``\\p{Alpha}``, ``\\Q..\\E``, ``(?<name>..)``, ``\\z``) is rejected at parse
-  time; ``\\Z``, ``\\b``, ``\\w`` and case folding follow Python's rules.
+  decoded as UTF-8 with replacement characters.  Different: ``\\Z``, ``\\b``,
+  ``\\w`` and case folding follow Python's rules (Java-only syntax is refused by
+  ``filter_language``).
 * When a filter reports ``filterAllRemaining()`` in the middle of a row
   (``ColumnCountGetFilter`` past its limit, ``WhileMatchFilter`` after a
   miss), HBase closes the store scanner of each column family that reaches
@@ -54,14 +31,6 @@ Intentional deviations from HBase (everything else is meant to match):
 * HBase's ``RowFilter`` is ``RowKeyFilter`` here because ``RowFilter`` is the
   name of the gateway-facing base class.  ``ColumnValueFilter`` (registered
   by HBase 2.x's ``ParseFilter`` as a 19th filter) is supported as well.
-
-Filters are stateful: use one parsed instance per scanner, call ``reset()``
-before its first row and ``set_reversed(True)`` for reversed scans.  Pass the
-scan's version limit as ``filter_row(..., max_versions=n)`` to count versions
-after the filter exactly as HBase's query matcher does (it then stops showing
-a column's older versions to the filter); without it the caller trims versions
-afterwards, which differs where a filter's state depends on older versions
-(SingleColumnValueFilter with latestVersionOnly=false, DependentColumnFilter).
 """
 
 from __future__ import annotations
@@ -70,67 +39,20 @@ import operator
 import re
 import struct
 from bisect import bisect_right
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
-__all__ = [
-    "Cell",
-    "ColumnCountGetFilter",
-    "Comparator",
-    "ColumnPaginationFilter",
-    "ColumnPrefixFilter",
-    "ColumnRangeFilter",
-    "ColumnValueFilter",
-    "DependentColumnFilter",
-    "FamilyFilter",
-    "FilterList",
-    "FilterListWithAND",
-    "FilterListWithOR",
-    "FilterSyntaxError",
-    "FirstKeyOnlyFilter",
-    "InclusiveStopFilter",
-    "KeyOnlyFilter",
-    "MultipleColumnPrefixFilter",
-    "PageFilter",
-    "PrefixFilter",
-    "QualifierFilter",
-    "RowFilter",
-    "RowKeyFilter",
-    "SingleColumnValueExcludeFilter",
-    "SingleColumnValueFilter",
-    "SkipFilter",
-    "TimestampsFilter",
-    "ValueFilter",
-    "WhileMatchFilter",
-    "parse_filter",
-]
-
-
-class FilterSyntaxError(ValueError):
-    """A filter string that HBase would reject; names the 0-based offset and the problem."""
-
-    def __init__(self, position: int, problem: str) -> None:
-        super().__init__(f"invalid filter string at position {position}: {problem}")
-        self.position = position
-        self.problem = problem
-
-
-class Cell(NamedTuple):
-    family: bytes
-    qualifier: bytes
-    timestamp: int
-    value: bytes
-
-
-# Filter.ReturnCode.  Numbered so that ``code < SKIP`` means "an INCLUDE variant".
-INCLUDE = 0
-INCLUDE_AND_NEXT_COL = 1
-INCLUDE_AND_SEEK_NEXT_ROW = 2
-SKIP = 3
-NEXT_COL = 4
-NEXT_ROW = 5
-SEEK_NEXT_USING_HINT = 6
+from .row_filter import (
+    INCLUDE,
+    INCLUDE_AND_NEXT_COL,
+    NEXT_COL,
+    NEXT_ROW,
+    SEEK_NEXT_USING_HINT,
+    SKIP,
+    Cell,
+    RowFilter,
+)
 
 _I, _INC, _INR, _S, _NC, _NR, _H = range(7)
 # FilterListWithAND.mergeReturnCode, indexed [previous merged code][sub-filter code]
@@ -156,213 +78,8 @@ _OR_MERGE = (
 )
 
 _INT32 = struct.Struct(">i")
-_LONG_MAX = 2**63 - 1
-_INT_MAX = 2**31 - 1
-
-
-# --------------------------------------------------------------------------- base
-
-
-class RowFilter:
-    """Base class of every filter; ``filter_row`` is the gateway's per-row entry point.
-
-    Subclasses implement HBase's ``Filter`` methods under private snake_case
-    names (``_filter_cell`` is ``filterCell`` and so on).  ``_reset_row`` is
-    HBase's ``reset()``, which the region scanner calls between rows;
-    ``_reset_scan`` restores the freshly constructed state for a new scanner.
-    """
-
-    name = "Filter"
-    # filterAllRemaining() can ever become true (PageFilter, PrefixFilter, ...).
-    _can_finish = False
-    # filterAllRemaining() can flip while the cells of a row are being filtered.
-    _finishes_mid_row = False
-    _reversed = False
-
-    def __init__(self) -> None:
-        # Subclasses call this last, once their configuration and children exist.
-        self._scan_done = False
-        self._closed_families: set[bytes] = set()
-        self._has_row_step = self.has_filter_row()
-        self._transforming = self._transforms()
-        self._reset_scan()
-
-    # ----------------------------------------------------------- gateway API
-
-    def reset(self) -> None:
-        """Start a new scanner: forget page counters, stop flags and per-row state."""
-        self._scan_done = False
-        self._closed_families = set()
-        self._reset_scan()
-
-    def filter_row(
-        self,
-        row: bytes,
-        cells: list[Cell],
-        *,
-        max_versions: int | None = None,
-        families: Collection[bytes] | None = None,
-    ) -> list[Cell] | None:
-        """Filter one row the way HBase's region scanner drives a scan filter.
-
-        ``cells`` are sorted by family, qualifier, newest timestamp first.
-        Returns the kept (possibly transformed) cells, or None if the row is
-        dropped.  If ``max_versions`` is given it is HBase's versionsAfterFilter
-        (min of the scan's and the family's max versions): versions are then
-        counted after the filter exactly like UserScanQueryMatcher does, which
-        matters because later versions of a column are then never shown to
-        the filter.  Without it, every version the filter includes is returned.
-
-        HBase scans each family with its own store scanner, whose query matcher checks
-        filterAllRemaining() before every cell it looks at, its next row's first cell included
-        (peeked before the filter is reset between rows): a filter whose limit is reached in a
-        row (ColumnCountGetFilter) closes the scanners of the families that look on, and the
-        scan ends once every family of the scan (``families``; default: the row's) is closed.
-        """
-        if self._closed_families:
-            cells = [c for c in cells if c[0] not in self._closed_families]
-        if self._scan_done:
-            return None
-        # FilterWrapper.filterRowKey: a finished filter rejects the row key, and the
-        # region scanner ends the scan when a rejected row leaves the filter finished.
-        if self._all_remaining() or self._filter_row_key(row):
-            if self._all_remaining():
-                self._scan_done = True
-            self._reset_row()
-            return None
-
-        kept: list[Cell] = []
-        append = kept.append
-        filter_cell = self._filter_cell
-        mid_row = self._finishes_mid_row
-        transforming = self._transforming
-        col_family = col_qualifier = None
-        versions = 0
-        n = len(cells)
-        i = 0
-        family = None
-        while i < n:
-            cell = cells[i]
-            if mid_row and cell[0] != family and family is not None and self._all_remaining():
-                self._closed_families.add(family)  # its store peeked this row's next cell
-            family = cell[0]
-            if mid_row and self._all_remaining():
-                # The query matcher answers DONE_SCAN: this family's store scanner closes.
-                self._closed_families.add(family)
-                while i < n and cells[i][0] == family:
-                    i += 1
-                continue
-            rc = filter_cell(cell)
-            i += 1
-            if rc == SKIP:
-                continue
-            if rc in (INCLUDE, INCLUDE_AND_SEEK_NEXT_ROW):
-                # mergeFilterResponse leaves INCLUDE_AND_SEEK_NEXT_ROW as the column
-                # tracker's INCLUDE, then re-counts versions.
-                if max_versions is not None:
-                    if cell[1] == col_qualifier and cell[0] == col_family:
-                        versions += 1
-                    else:
-                        col_family, col_qualifier, versions = cell[0], cell[1], 1
-                    if versions > max_versions:
-                        rc = NEXT_COL  # SEEK_NEXT_COL, cell not included
-                if rc != NEXT_COL:
-                    append(self._transform(cell) if transforming else cell)
-                    continue
-            elif rc == INCLUDE_AND_NEXT_COL:
-                append(self._transform(cell) if transforming else cell)
-            family = cell[0]
-            if rc in (NEXT_COL, INCLUDE_AND_NEXT_COL):
-                qualifier = cell[1]
-                while i < n and cells[i][1] == qualifier and cells[i][0] == family:
-                    i += 1
-            elif rc == NEXT_ROW:
-                # A store scanner holds one family: NEXT_ROW skips the rest of this
-                # family only; the next family's cells of the row are still filtered.
-                while i < n and cells[i][0] == family:
-                    i += 1
-            else:  # SEEK_NEXT_USING_HINT; no hint means "just the next cell"
-                hint = self._hint(cell)
-                if hint is not None:
-                    while i < n and cells[i][0] == family and cells[i][1] < hint:
-                        i += 1
-
-        if kept:
-            if self._has_row_step:
-                # FilterWrapper.filterRowCellsWithRet: filterRow() only when cells remain.
-                kept = self._filter_row_cells(kept)
-                if kept and self._filter_row():
-                    kept = []
-            elif self._filter_row():
-                kept = []
-        if mid_row:  # only filters that can finish mid-row close families
-            if self._all_remaining() and family is not None:
-                self._closed_families.add(family)  # its store peeks its next row's first cell
-            scan_families = families if families is not None else {c[0] for c in cells}
-            if self._closed_families.issuperset(scan_families):
-                self._scan_done = True
-        self._reset_row()
-        return kept or None
-
-    def filter_all_remaining(self) -> bool:
-        """True once the scan must end (checked after each row, as HBase does)."""
-        return self._scan_done or self._all_remaining()
-
-    def has_filter_row(self) -> bool:
-        """HBase's hasFilterRow(): such filters cannot be combined with a batch size."""
-        return False
-
-    def is_family_essential(self, family: bytes) -> bool:
-        """HBase's isFamilyEssential(): False lets the region server load that family only for
-        rows the filter keeps, which HBase's reversed scans refuse."""
-        return True
-
-    def set_reversed(self, reversed: bool) -> None:
-        """Filter.setReversed: HBase calls it on the scan's filter for reversed scans.
-
-        Rows then arrive in descending order, which changes where PrefixFilter and
-        InclusiveStopFilter end the scan.  As in HBase, FilterList passes the flag
-        on but SkipFilter and WhileMatchFilter do not.
-        """
-        self._reversed = reversed
-
-    # ------------------------------------------------- HBase Filter contract
-
-    def _reset_scan(self) -> None:
-        self._reset_row()
-
-    def _reset_row(self) -> None:
-        pass
-
-    def _filter_row_key(self, row: bytes) -> bool:
-        # FilterBase.filterRowKey(Cell): rejects rows once the filter is finished.
-        return self._all_remaining()
-
-    def _filter_cell(self, cell: Cell) -> int:
-        return INCLUDE
-
-    def _transform(self, cell: Cell) -> Cell:
-        return cell
-
-    def _transforms(self) -> bool:
-        return False
-
-    def _filter_row_cells(self, cells: list[Cell]) -> list[Cell]:
-        return cells
-
-    def _filter_row(self) -> bool:
-        return False
-
-    def _all_remaining(self) -> bool:
-        return False
-
-    def _hint(self, cell: Cell) -> bytes | None:
-        """getNextCellHint: the qualifier to seek to within ``cell``'s family, or None."""
-        return None
-
-    def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={v!r}" for k, v in vars(self).items() if not k.startswith("_"))
-        return f"{self.name}({fields})"
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
 
 
 # --------------------------------------------------------------- comparators
@@ -372,7 +89,7 @@ class RowFilter:
 # cell out when CompareFilter.compare() says so; written the other way round
 # that is exactly "keep iff cell OP value", e.g. RowFilter(<, 'binary:b') keeps
 # row keys below 'b'.  ``_FLIPPED`` lets functools.partial bind the value first.
-_OPS: dict[str, Callable[[object, object], bool]] = {
+COMPARE_OPS: dict[str, Callable[[object, object], bool]] = {
     "<": operator.lt,
     "<=": operator.le,
     "=": operator.eq,
@@ -388,7 +105,7 @@ _FLIPPED = {
     ">=": operator.le,
     ">": operator.lt,
 }
-_COMPARATOR_TYPES = ("binary", "binaryprefix", "regexstring", "substring")
+COMPARATOR_TYPES = ("binary", "binaryprefix", "regexstring", "substring")
 
 
 class Comparator(NamedTuple):
@@ -400,7 +117,7 @@ class Comparator(NamedTuple):
     test: Callable[[bytes], bool]  # True when the cell passes
 
 
-def _make_test(kind: str, value: bytes, op: str, pattern: re.Pattern[str] | None) -> Callable:
+def comparator_test(kind: str, value: bytes, op: str, pattern: re.Pattern[str] | None) -> Callable:
     if kind == "binary":
         return partial(_FLIPPED[op], value)
     if kind == "binaryprefix":
@@ -426,7 +143,7 @@ def _make_test(kind: str, value: bytes, op: str, pattern: re.Pattern[str] | None
         return matches
     if op == "!=":
         return lambda data: not matches(data)
-    keep = _OPS[op]
+    keep = COMPARE_OPS[op]
     return lambda data: keep(0, 0 if matches(data) else 1)
 
 
@@ -652,7 +369,7 @@ class TimestampsFilter(RowFilter):
     def __init__(self, timestamps: list[int]) -> None:
         self.timestamps = sorted(set(timestamps))
         self._wanted = frozenset(timestamps)
-        self._min = self.timestamps[0] if timestamps else _LONG_MAX
+        self._min = self.timestamps[0] if timestamps else LONG_MAX
         super().__init__()
 
     def _filter_cell(self, cell: Cell) -> int:
@@ -879,7 +596,44 @@ class ColumnValueFilter(RowFilter):
 # ---------------------------------------------------------- wrappers, lists
 
 
-class SkipFilter(RowFilter):
+class WrapperFilter(RowFilter):
+    """A filter around one other (HBase's ``SkipFilter`` and ``WhileMatchFilter``): the wrapped
+    filter decides the cells, is reset with the wrapper and transforms what it keeps; what the
+    wrapper does once that filter excludes a cell is ``_excluded``."""
+
+    def __init__(self, filter: RowFilter) -> None:
+        self.filter = filter
+        super().__init__()
+
+    def is_family_essential(self, family: bytes) -> bool:
+        return self.filter.is_family_essential(family)
+
+    def _reset_scan(self) -> None:
+        self.filter._reset_scan()
+
+    def _reset_row(self) -> None:
+        self.filter._reset_row()
+
+    def _filter_cell(self, cell: Cell) -> int:
+        code = self.filter._filter_cell(cell)
+        if code != INCLUDE:
+            self._excluded()
+        return code
+
+    def _excluded(self) -> None:
+        """The wrapped filter excluded a cell."""
+
+    def _transforms(self) -> bool:
+        return self.filter._transforms()
+
+    def _transform(self, cell: Cell) -> Cell:
+        return self.filter._transform(cell)
+
+    def has_filter_row(self) -> bool:
+        return True
+
+
+class SkipFilter(WrapperFilter):
     """``SKIP f``: drop the whole row if ``f`` excludes any cell.
 
     Like HBase it forwards neither filterRowKey nor filterAllRemaining, so a
@@ -888,63 +642,34 @@ class SkipFilter(RowFilter):
 
     name = "SkipFilter"
 
-    def __init__(self, filter: RowFilter) -> None:
-        self.filter = filter
-        super().__init__()
-
-    def is_family_essential(self, family: bytes) -> bool:
-        return self.filter.is_family_essential(family)
-
     def _reset_scan(self) -> None:
-        self.filter._reset_scan()
+        super()._reset_scan()
         self._filter_out = False
 
     def _reset_row(self) -> None:
-        self.filter._reset_row()
+        super()._reset_row()
         self._filter_out = False
 
     def _filter_row_key(self, row: bytes) -> bool:
         return False
 
-    def _filter_cell(self, cell: Cell) -> int:
-        code = self.filter._filter_cell(cell)
-        if code != INCLUDE:
-            self._filter_out = True
-        return code
-
-    def _transforms(self) -> bool:
-        return self.filter._transforms()
-
-    def _transform(self, cell: Cell) -> Cell:
-        return self.filter._transform(cell)
+    def _excluded(self) -> None:
+        self._filter_out = True
 
     def _filter_row(self) -> bool:
         return self._filter_out
 
-    def has_filter_row(self) -> bool:
-        return True
 
-
-class WhileMatchFilter(RowFilter):
+class WhileMatchFilter(WrapperFilter):
     """``WHILE f``: end the scan at the first row key, cell or row that ``f`` rejects."""
 
     name = "WhileMatchFilter"
     _can_finish = True
     _finishes_mid_row = True
 
-    def __init__(self, filter: RowFilter) -> None:
-        self.filter = filter
-        super().__init__()
-
-    def is_family_essential(self, family: bytes) -> bool:
-        return self.filter.is_family_essential(family)
-
     def _reset_scan(self) -> None:
-        self.filter._reset_scan()
+        super()._reset_scan()
         self._done = False
-
-    def _reset_row(self) -> None:
-        self.filter._reset_row()
 
     def _all_remaining(self) -> bool:
         return self._done or self.filter._all_remaining()
@@ -956,25 +681,13 @@ class WhileMatchFilter(RowFilter):
         self._done = self._done or rejected
         return rejected
 
-    def _filter_cell(self, cell: Cell) -> int:
-        code = self.filter._filter_cell(cell)
-        if code != INCLUDE:
-            self._done = True
-        return code
-
-    def _transforms(self) -> bool:
-        return self.filter._transforms()
-
-    def _transform(self, cell: Cell) -> Cell:
-        return self.filter._transform(cell)
+    def _excluded(self) -> None:
+        self._done = True
 
     def _filter_row(self) -> bool:
         rejected = self.filter._filter_row()
         self._done = self._done or rejected
         return rejected
-
-    def has_filter_row(self) -> bool:
-        return True
 
 
 class FilterList(RowFilter):
@@ -1046,7 +759,7 @@ class FilterListWithAND(FilterList):
                 self._hint_filter = f
             code = _AND_MERGE[code][local]
             if code >= SKIP:
-                # HBASE-20565: later sub-filters must not see cells that are not included.
+                # As HBase's list does: later sub-filters must not see cells that are not included.
                 return code
         return code
 
@@ -1107,7 +820,7 @@ class FilterListWithOR(FilterList):
             included[i] = False
             if f._can_finish and f._all_remaining():
                 continue
-            # HBASE-17678: a sub-filter that asked to skip past this cell is not
+            # As HBase's list does: a sub-filter that asked to skip past this cell is not
             # shown it again (the list as a whole may only have skipped one cell).
             local = None
             prev = prev_cells[i]
@@ -1153,381 +866,3 @@ class FilterListWithOR(FilterList):
 
     def _filter_row(self) -> bool:
         return all(f._filter_row() for f in self.filters)  # stops at the first False
-
-
-# -------------------------------------------------------------------- parser
-
-_WHITESPACE = " \t\r\n"
-_BARE_END = " \t\r\n,)"
-_NAME_CHARS = re.compile(r"[A-Za-z0-9_]*")
-_INTEGER = re.compile(r"-?[0-9]+")
-
-
-class _Arg(NamedTuple):
-    pos: int
-    text: str
-    quoted: bool
-
-
-def parse_filter(text: bytes | str) -> RowFilter:
-    """Parse a Thrift filter string; raises FilterSyntaxError where HBase would reject it."""
-    if isinstance(text, bytes):
-        # surrogateescape keeps arbitrary bytes inside quoted arguments intact,
-        # while positions of UTF-8 text are character offsets.
-        text = text.decode("utf-8", "surrogateescape")
-    return _Parser(text).parse()
-
-
-class _Parser:
-    """Small recursive-descent parser over the filter string."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.pos = 0
-
-    def parse(self) -> RowFilter:
-        self._skip_ws()
-        if self.pos == len(self.text):
-            raise FilterSyntaxError(self.pos, "empty filter string")
-        result = self._or_expr()
-        self._skip_ws()
-        if self.pos < len(self.text):
-            if self.text[self.pos] == ")":
-                raise FilterSyntaxError(self.pos, "unbalanced parenthesis: unexpected ')'")
-            raise FilterSyntaxError(self.pos, f"expected AND or OR, found {self._rest_excerpt()!r}")
-        return result
-
-    # -- expressions
-
-    def _or_expr(self) -> RowFilter:
-        items = [self._and_expr()]
-        while self._keyword("OR"):
-            items.append(self._and_expr())
-        return items[0] if len(items) == 1 else FilterListWithOR(items)
-
-    def _and_expr(self) -> RowFilter:
-        items = [self._unary()]
-        while self._keyword("AND"):
-            items.append(self._unary())
-        return items[0] if len(items) == 1 else FilterListWithAND(items)
-
-    def _unary(self) -> RowFilter:
-        self._skip_ws()
-        start = self.pos
-        if self._keyword("SKIP"):
-            return SkipFilter(self._unary())
-        if self._keyword("WHILE"):
-            return WhileMatchFilter(self._unary())
-        if start == len(self.text):
-            raise FilterSyntaxError(start, "expected a filter, found end of string")
-        if self.text[start] == "(":
-            self.pos += 1
-            inner = self._or_expr()
-            self._skip_ws()
-            if self.pos == len(self.text):
-                raise FilterSyntaxError(start, "unbalanced parenthesis: '(' is never closed")
-            if self.text[self.pos] != ")":
-                raise FilterSyntaxError(
-                    self.pos, f"expected AND, OR or ')', found {self._rest_excerpt()!r}"
-                )
-            self.pos += 1
-            return inner
-        return self._simple_filter()
-
-    def _keyword(self, word: str) -> bool:
-        """Consume ``word`` if it stands alone here (followed by whitespace, '(' or the end)."""
-        self._skip_ws()
-        text, start = self.text, self.pos
-        end = start + len(word)
-        if text.startswith(word, start) and (end == len(text) or text[end] in "( \t\r\n"):
-            self.pos = end
-            return True
-        return False
-
-    def _simple_filter(self) -> RowFilter:
-        text, start = self.text, self.pos
-        name = _NAME_CHARS.match(text, start).group()  # type: ignore[union-attr]
-        if not name:
-            raise FilterSyntaxError(start, f"expected a filter name, found {text[start]!r}")
-        if name in ("AND", "OR"):
-            raise FilterSyntaxError(start, f"{name} needs a filter on its left")
-        build = _BUILDERS.get(name)
-        if build is None:
-            raise FilterSyntaxError(start, f"unknown filter {name!r}")
-        self.pos = start + len(name)
-        self._skip_ws()
-        if self.pos == len(text) or text[self.pos] != "(":
-            raise FilterSyntaxError(self.pos, f"expected '(' after {name}")
-        args = self._arguments(name)
-        return build(_Args(name, start, args))
-
-    # -- arguments
-
-    def _arguments(self, name: str) -> list[_Arg]:
-        text = self.text
-        open_pos = self.pos
-        self.pos += 1
-        args: list[_Arg] = []
-        self._skip_ws()
-        if self.pos < len(text) and text[self.pos] == ")":
-            self.pos += 1
-            return args
-        while True:
-            self._skip_ws()
-            if self.pos == len(text):
-                break
-            args.append(self._argument())
-            self._skip_ws()
-            if self.pos == len(text):
-                break
-            char = text[self.pos]
-            self.pos += 1
-            if char == ")":
-                return args
-            if char != ",":
-                raise FilterSyntaxError(
-                    self.pos - 1, f"expected ',' or ')' in the arguments of {name}, found {char!r}"
-                )
-        raise FilterSyntaxError(
-            open_pos, f"unbalanced parenthesis: argument list of {name} is never closed"
-        )
-
-    def _argument(self) -> _Arg:
-        text, start = self.text, self.pos
-        if text[start] == "'":
-            parts = []
-            scan = start + 1
-            while True:
-                quote = text.find("'", scan)
-                if quote < 0:
-                    raise FilterSyntaxError(start, "unterminated quoted string")
-                parts.append(text[scan:quote])
-                if text.startswith("''", quote):
-                    parts.append("'")
-                    scan = quote + 2
-                    continue
-                self.pos = quote + 1
-                return _Arg(start, "".join(parts), True)
-        end = start
-        while end < len(text) and text[end] not in _BARE_END:
-            end += 1
-        if end == start:
-            raise FilterSyntaxError(start, f"expected an argument, found {text[start]!r}")
-        self.pos = end
-        return _Arg(start, text[start:end], False)
-
-    def _skip_ws(self) -> None:
-        text, pos = self.text, self.pos
-        while pos < len(text) and text[pos] in _WHITESPACE:
-            pos += 1
-        self.pos = pos
-
-    def _rest_excerpt(self) -> str:
-        return self.text[self.pos : self.pos + 20]
-
-
-class _Args:
-    """The arguments of one filter call, with typed accessors that raise positioned errors."""
-
-    def __init__(self, name: str, pos: int, args: list[_Arg]) -> None:
-        self.name = name
-        self.pos = pos
-        self.args = args
-
-    def __len__(self) -> int:
-        return len(self.args)
-
-    def expect(self, *counts: int) -> None:
-        if len(self.args) not in counts:
-            wanted = " or ".join(str(c) for c in counts)
-            noun = "argument" if counts == (1,) else "arguments"
-            raise FilterSyntaxError(
-                self.pos, f"{self.name} takes {wanted} {noun}, got {len(self.args)}"
-            )
-
-    def _error(self, arg: _Arg, problem: str) -> FilterSyntaxError:
-        index = self.args.index(arg) + 1
-        return FilterSyntaxError(arg.pos, f"argument {index} of {self.name}: {problem}")
-
-    def bytes_(self, index: int) -> bytes:
-        arg = self.args[index]
-        if not arg.quoted:
-            raise self._error(arg, f"expected a quoted string, found {arg.text!r}")
-        return arg.text.encode("utf-8", "surrogateescape")
-
-    def boolean(self, index: int) -> bool:
-        arg = self.args[index]
-        word = "" if arg.quoted else arg.text.lower()
-        if word not in ("true", "false"):
-            raise self._error(arg, f"expected true or false, found {arg.text!r}")
-        return word == "true"
-
-    def integer(self, index: int, maximum: int) -> int:
-        arg = self.args[index]
-        if arg.quoted or not _INTEGER.fullmatch(arg.text):
-            raise self._error(arg, f"expected an integer, found {arg.text!r}")
-        value = int(arg.text)
-        if value > maximum or value < -maximum:
-            raise self._error(arg, f"integer {arg.text} out of range")
-        if value < 0:
-            raise self._error(arg, f"must not be negative, got {value}")
-        return value
-
-    def compare_op(self, index: int) -> str:
-        arg = self.args[index]
-        if arg.quoted or arg.text not in _OPS:
-            raise self._error(
-                arg, f"expected a compare operator (<, <=, =, !=, >=, >), found {arg.text!r}"
-            )
-        return arg.text
-
-    def comparator(self, index: int, op: str, *, equality_only_for_text: bool = True) -> Comparator:
-        arg = self.args[index]
-        raw = self.bytes_(index)
-        kind, colon, value = raw.partition(b":")
-        kind_text = kind.decode("utf-8", "replace")
-        if not colon:
-            raise self._error(arg, f"expected a comparator type:value, found {arg.text!r}")
-        if kind_text not in _COMPARATOR_TYPES:
-            raise self._error(
-                arg,
-                f"unknown comparator type {kind_text!r} "
-                "(expected binary, binaryprefix, regexstring or substring)",
-            )
-        text_kind = kind_text in ("regexstring", "substring")
-        if text_kind and equality_only_for_text and op not in ("=", "!="):
-            raise self._error(arg, f"{kind_text} comparators can only be used with = and !=")
-        pattern = None
-        if kind_text == "regexstring":
-            source = value.decode("utf-8", "replace")
-            try:
-                pattern = re.compile(source, re.DOTALL)
-            except re.error as exc:
-                raise self._error(arg, f"invalid regular expression {source!r}: {exc}") from None
-        return Comparator(kind_text, value, op, _make_test(kind_text, value, op, pattern))
-
-
-# ------------------------------------------------------------------ builders
-# One per filter: the argument forms of HBase's createFilterFromArguments.
-
-
-def _key_only(a: _Args) -> RowFilter:
-    a.expect(0, 1)
-    return KeyOnlyFilter(a.boolean(0) if len(a) else False)
-
-
-def _first_key_only(a: _Args) -> RowFilter:
-    a.expect(0)
-    return FirstKeyOnlyFilter()
-
-
-def _prefix(a: _Args) -> RowFilter:
-    a.expect(1)
-    return PrefixFilter(a.bytes_(0))
-
-
-def _column_prefix(a: _Args) -> RowFilter:
-    a.expect(1)
-    return ColumnPrefixFilter(a.bytes_(0))
-
-
-def _multiple_column_prefix(a: _Args) -> RowFilter:
-    prefixes: list[bytes] = []
-    for i in range(len(a)):
-        prefix = a.bytes_(i)
-        if prefix in prefixes:
-            raise a._error(a.args[i], "prefixes must be distinct")
-        prefixes.append(prefix)
-    return MultipleColumnPrefixFilter(prefixes)
-
-
-def _column_count_get(a: _Args) -> RowFilter:
-    a.expect(1)
-    return ColumnCountGetFilter(a.integer(0, _INT_MAX))
-
-
-def _page(a: _Args) -> RowFilter:
-    a.expect(1)
-    return PageFilter(a.integer(0, _LONG_MAX))
-
-
-def _column_pagination(a: _Args) -> RowFilter:
-    a.expect(2)
-    return ColumnPaginationFilter(a.integer(0, _INT_MAX), a.integer(1, _INT_MAX))
-
-
-def _inclusive_stop(a: _Args) -> RowFilter:
-    a.expect(1)
-    return InclusiveStopFilter(a.bytes_(0))
-
-
-def _timestamps(a: _Args) -> RowFilter:
-    return TimestampsFilter([a.integer(i, _LONG_MAX) for i in range(len(a))])
-
-
-def _compare_filter(cls: type[CompareFilter]) -> Callable[[_Args], RowFilter]:
-    def build(a: _Args) -> RowFilter:
-        a.expect(2)
-        op = a.compare_op(0)
-        return cls(a.comparator(1, op))
-
-    return build
-
-
-def _column_range(a: _Args) -> RowFilter:
-    a.expect(4)
-    # An empty bound means "unbounded" (HBase turns '' into null).
-    return ColumnRangeFilter(a.bytes_(0) or None, a.boolean(1), a.bytes_(2) or None, a.boolean(3))
-
-
-def _single_column_value(cls: type[SingleColumnValueFilter]) -> Callable[[_Args], RowFilter]:
-    def build(a: _Args) -> RowFilter:
-        a.expect(4, 6)
-        family, qualifier, op = a.bytes_(0), a.bytes_(1), a.compare_op(2)
-        comparator = a.comparator(3, op)
-        if len(a) == 6:
-            return cls(family, qualifier, comparator, a.boolean(4), a.boolean(5))
-        return cls(family, qualifier, comparator)
-
-    return build
-
-
-def _dependent_column(a: _Args) -> RowFilter:
-    a.expect(2, 3, 5)
-    family, qualifier = a.bytes_(0), a.bytes_(1)
-    drop = a.boolean(2) if len(a) >= 3 else False
-    comparator = None
-    if len(a) == 5:
-        # HBase does not restrict regexstring/substring to =/!= here.
-        op = a.compare_op(3)
-        comparator = a.comparator(4, op, equality_only_for_text=False)
-    return DependentColumnFilter(family, qualifier, drop, comparator)
-
-
-def _column_value(a: _Args) -> RowFilter:
-    a.expect(4)
-    family, qualifier, op = a.bytes_(0), a.bytes_(1), a.compare_op(2)
-    return ColumnValueFilter(family, qualifier, a.comparator(3, op))
-
-
-_BUILDERS: dict[str, Callable[[_Args], RowFilter]] = {
-    "KeyOnlyFilter": _key_only,
-    "FirstKeyOnlyFilter": _first_key_only,
-    "PrefixFilter": _prefix,
-    "ColumnPrefixFilter": _column_prefix,
-    "MultipleColumnPrefixFilter": _multiple_column_prefix,
-    "ColumnCountGetFilter": _column_count_get,
-    "PageFilter": _page,
-    "ColumnPaginationFilter": _column_pagination,
-    "InclusiveStopFilter": _inclusive_stop,
-    "TimestampsFilter": _timestamps,
-    "RowFilter": _compare_filter(RowKeyFilter),
-    "FamilyFilter": _compare_filter(FamilyFilter),
-    "QualifierFilter": _compare_filter(QualifierFilter),
-    "ValueFilter": _compare_filter(ValueFilter),
-    "ColumnRangeFilter": _column_range,
-    "SingleColumnValueFilter": _single_column_value(SingleColumnValueFilter),
-    "SingleColumnValueExcludeFilter": _single_column_value(SingleColumnValueExcludeFilter),
-    "DependentColumnFilter": _dependent_column,
-    "ColumnValueFilter": _column_value,
-}

@@ -1,6 +1,8 @@
 """Run the embedded gateway as a child process: start on a free port, wait until it answers, stop.
 
-Used by the Dagster HBase resource, the tests and the benchmark. The child binds port 0 and
+Used by the HBase pool (and so the Dagster resource, the CLI and the service), the tests and the
+benchmarks; the child runs the gateway's program (``python -m profile_store.cli.hbase_gateway``,
+a separate process, so no import of the command-line layer from here). The child binds port 0 and
 publishes the port it got in a ready file, so there is no window in which another process can
 take a port picked in advance. The child also exits when its stdin closes, so a parent that dies
 without cleaning up does not leave a gateway behind; its worker processes die with it.
@@ -19,9 +21,7 @@ from types import TracebackType
 from typing import IO
 
 import profile_store
-from profile_store.child_processes import stop_process
-
-from .workers import default_workers
+from profile_store.launchers.child_processes import stop_process
 
 _PACKAGE_ROOT = str(Path(profile_store.__file__).resolve().parent.parent)
 
@@ -80,7 +80,12 @@ class EmbeddedGateway:
         self.requested_metrics_port = metrics_port
         self.metrics_port: int | None = None
         self.server_args = tuple(server_args)
-        self.workers = default_workers() if workers is None else workers
+        if workers is None:
+            # Here, not at the top: a client starting the gateway loads none of the server.
+            from .workers import default_workers
+
+            workers = default_workers()
+        self.workers = workers
         if self.workers < 1:
             raise ValueError(f"workers must be at least 1, got {self.workers}")
         self.host = host
@@ -120,7 +125,7 @@ class EmbeddedGateway:
         command = [
             sys.executable,
             "-m",
-            "profile_store.hbase_gateway",
+            "profile_store.cli.hbase_gateway",
             "--data-dir",
             str(self.data_dir),
             "--host",

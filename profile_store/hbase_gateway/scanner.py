@@ -206,10 +206,10 @@ class Scanner:
         HBase counts versions after the filter (``versionsAfterFilter``, 1 for a Thrift scan),
         so a filter never sees a column's older versions once one version was included.
         """
-        from . import filters
+        from .row_filter import Cell
 
         families = self.info.families
-        given = [filters.Cell(families[c[1]].name, c[2], c[3], c[4]) for c in cells]
+        given = [Cell(families[c[1]].name, c[2], c[3], c[4]) for c in cells]
         assert self._filter is not None
         kept = self._filter.filter_row(row, given, max_versions=1, families=self._families)
         if not kept:
@@ -221,11 +221,12 @@ class Scanner:
 def _parse_filter(text: bytes) -> Any:
     """Parse an HBase filter string; ``ParseFilter``'s IllegalArgumentException is not caught by
     HBase's handler, so a bad filter string is an internal error (TApplicationException)."""
-    from . import filters  # written separately; imported only when a scan carries a filter
+    # imported only when a scan carries a filter
+    from .filter_language import FilterSyntaxError, parse_filter
 
     try:
-        return filters.parse_filter(text)
-    except filters.FilterSyntaxError as exc:
+        return parse_filter(text)
+    except FilterSyntaxError as exc:
         raise GatewayInternalError(f"IllegalArgumentException: {exc}") from exc
 
 

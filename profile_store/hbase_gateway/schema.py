@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .errors import GatewayIllegalArgument, no_such_family, show_bytes
+from .errors import GatewayIllegalArgument, GatewayInternalError, no_such_family, show_bytes
 
 LATEST_TIMESTAMP = 2**63 - 1  # HConstants.LATEST_TIMESTAMP: "use the server's clock"
 FOREVER = 2**31 - 1  # HConstants.FOREVER: the TTL HBase reports for "no TTL"
@@ -54,6 +54,15 @@ def check_row_key(row: bytes) -> None:
         raise GatewayIllegalArgument(
             f"IllegalArgumentException: Row length {len(row)} is > {MAX_ROW_LENGTH}"
         )
+
+
+def check_client_row_key(row: bytes) -> None:
+    """A row key HBase's client objects (``Put``, ``Get``) refuse in their constructor, which
+    its Thrift handler calls outside its ``catch``: an internal error, not IllegalArgument."""
+    try:
+        check_row_key(row)
+    except GatewayIllegalArgument as exc:
+        raise GatewayInternalError(exc.message) from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,16 +15,15 @@ pending.py; reads and writes apply what is pending first): an acknowledged write
 file and survives ``kill -9`` of the process (``synchronous =
 NORMAL`` does not fsync each commit, so a power loss can lose the last commits). Reads run on a
 pool of autocommit connections, each statement on its own WAL snapshot, so a row read by one
-statement is never torn. Several processes may open the same directory: the catalog carries a
-generation number that every write transaction checks, and readers reload on a miss. The
-worker processes of one gateway also share a ``CatalogSignal``: a catalog change committed by
-one worker is seen by the next read of every other, as with a single process.
+statement is never torn. Several processes may open the same directory: the catalog
+(``catalog.py``) carries a generation number that every write transaction checks, and readers
+reload on a miss. What a write call changes is planned before anything is written
+(``mutation_plans.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import sqlite3
 import struct
@@ -32,29 +31,33 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from itertools import groupby
-from multiprocessing.sharedctypes import RawValue
 from operator import itemgetter
 from pathlib import Path
 
+from .catalog import CATALOG_DDL, Catalog, CatalogSignal
 from .errors import (
-    GatewayAlreadyExists,
-    GatewayIllegalArgument,
     GatewayInternalError,
     GatewayIOError,
     retries_exhausted,
     show_bytes,
-    table_disabled,
-    table_enabled,
     table_not_found,
+)
+from .mutation_plans import (
+    Mutation,
+    check_batch_shape,
+    check_timestamp_shape,
+    plan_batch_writes,
+    plan_mutations,
+    write_timestamp,
 )
 from .pending import PendingLog, decode_batch, truncate_wal
 from .schema import (
     LATEST_TIMESTAMP,
-    MAX_ROW_LENGTH,
     ColumnSelection,
     FamilyDescriptor,
     StoredCell,
     TableInfo,
+    check_client_row_key,
     check_row_key,
     parse_column,
     sorted_families,
@@ -65,10 +68,6 @@ DB_FILE = "hbase.sqlite3"
 Bound = tuple[bytes, bool]
 """A scan boundary: ``(row key, inclusive)``."""
 RowCells = tuple[bytes, list[StoredCell]]
-Mutation = tuple[bool, bytes, bytes | None]
-"""``(is_delete, column, value)`` as in Thrift's ``Mutation``."""
-_Delete = tuple[bytes, int, bytes | None, int]
-"""``(row, family id, qualifier or None for the whole family, timestamp)``."""
 
 _I64 = struct.Struct(">q")
 _FAMILY_MARKER, _COLUMN_MARKER = 0, 1
@@ -85,32 +84,6 @@ _MAX_PENDING_BATCHES = 4  # past this backlog a deferring call applies the backl
 
 logger = logging.getLogger(__name__)
 _row_of = itemgetter(0)
-
-_CATALOG_DDL = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
-INSERT OR IGNORE INTO meta VALUES ('catalog_generation', 0);
-INSERT OR IGNORE INTO meta VALUES ('applied_seq', 0);
-CREATE TABLE IF NOT EXISTS hbase_tables (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name BLOB NOT NULL UNIQUE,
-    enabled INTEGER NOT NULL,
-    created_ms INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS hbase_families (
-    table_id INTEGER NOT NULL,
-    position INTEGER NOT NULL,
-    name BLOB NOT NULL,
-    max_versions INTEGER NOT NULL,
-    time_to_live INTEGER NOT NULL,
-    compression TEXT NOT NULL,
-    in_memory INTEGER NOT NULL,
-    bloom_filter_type TEXT NOT NULL,
-    bloom_filter_vector_size INTEGER NOT NULL,
-    bloom_filter_nb_hashes INTEGER NOT NULL,
-    block_cache_enabled INTEGER NOT NULL,
-    PRIMARY KEY (table_id, position)
-);
-"""
 
 
 def now_ms() -> int:
@@ -161,27 +134,6 @@ def group_rows(cells: list[StoredCell], reverse: bool = False) -> list[RowCells]
     return rows
 
 
-class CatalogSignal:
-    """The newest catalog generation committed by any process of one gateway, in shared memory.
-
-    Created before the gateway forks its workers. A writer publishes the generation inside its
-    write transaction (writers are serialized by SQLite, so the value only grows); a reader that
-    sees a value above its cached catalog's reloads it, so a table created, disabled or deleted
-    through one worker is seen by the next call on any other. If the commit then failed, the
-    readers reload on every call until the next catalog change: slower, never stale.
-    """
-
-    def __init__(self) -> None:
-        self._value = RawValue(ctypes.c_int64, -1)
-
-    @property
-    def generation(self) -> int:
-        return self._value.value
-
-    def publish(self, generation: int) -> None:
-        self._value.value = generation
-
-
 class Store:
     """The gateway's storage engine; thread-safe, one instance per process and data dir."""
 
@@ -204,9 +156,7 @@ class Store:
         self._readers: list[sqlite3.Connection] = []
         self._all_connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
-        self._catalog: dict[bytes, TableInfo] = {}
-        self._signal = catalog_signal
-        self._generation = -1
+        self.catalog = Catalog(self._reader, catalog_signal)
         self._closed = False
         self._deferred_batch_mutations = deferred_batch_mutations
         self._clock = clock
@@ -218,8 +168,8 @@ class Store:
         self._writer.execute("PRAGMA journal_mode = WAL")
         self._writer.execute(f"PRAGMA wal_autocheckpoint = {_WRITER_AUTOCHECKPOINT_PAGES}")
         with self._write_lock:
-            self._writer.executescript("BEGIN IMMEDIATE;" + _CATALOG_DDL + "COMMIT;")
-            self._load_catalog(self._writer)
+            self._writer.executescript("BEGIN IMMEDIATE;" + CATALOG_DDL + "COMMIT;")
+            self.catalog.load(self._writer)
             self._pending.recover(self._meta("applied_seq"))
         self._checkpoint_due = threading.Event()
         self._checkpoint_lock = threading.Lock()  # SQLite runs one checkpoint at a time
@@ -267,7 +217,7 @@ class Store:
             return conn.execute(sql, params).fetchall()
         except sqlite3.OperationalError as exc:
             if "no such table" in str(exc):  # dropped by another process since we cached it
-                self._reload_catalog()
+                self.catalog.reload()
                 raise table_not_found(info.name) from exc
             raise
         finally:
@@ -300,11 +250,7 @@ class Store:
             conn = self._writer
             conn.execute("BEGIN IMMEDIATE")
             try:
-                (generation,) = conn.execute(
-                    "SELECT value FROM meta WHERE key = 'catalog_generation'"
-                ).fetchone()
-                if generation != self._generation:
-                    self._load_catalog(conn)
+                self.catalog.current_in(conn)
                 now = self._clock() if stamped else 0
                 applied = None
                 if self._pending.behind():
@@ -343,7 +289,7 @@ class Store:
             batches, now = self._pending.after(applied), None
         if not batches:
             return applied, now
-        tables = {info.table_id: info for info in self._catalog.values()}
+        tables = self.catalog.by_id()
         for seq, table_id, payload in batches:
             info = tables.get(table_id)
             if info is not None:
@@ -410,45 +356,6 @@ class Store:
             self._readers.clear()
             self._pending.close()
 
-    # -- catalog -------------------------------------------------------------------------------
-
-    def _load_catalog(self, conn: sqlite3.Connection) -> None:
-        (generation,) = conn.execute(
-            "SELECT value FROM meta WHERE key = 'catalog_generation'"
-        ).fetchone()
-        families: dict[int, list[FamilyDescriptor]] = {}
-        for row in conn.execute(
-            "SELECT table_id, name, max_versions, time_to_live, compression, in_memory, "
-            "bloom_filter_type, bloom_filter_vector_size, bloom_filter_nb_hashes, "
-            "block_cache_enabled FROM hbase_families ORDER BY table_id, position"
-        ):
-            families.setdefault(row[0], []).append(
-                FamilyDescriptor(
-                    name=row[1],
-                    max_versions=row[2],
-                    time_to_live=row[3],
-                    compression=row[4],
-                    in_memory=bool(row[5]),
-                    bloom_filter_type=row[6],
-                    bloom_filter_vector_size=row[7],
-                    bloom_filter_nb_hashes=row[8],
-                    block_cache_enabled=bool(row[9]),
-                )
-            )
-        self._catalog = {
-            name: TableInfo(
-                name=name,
-                table_id=table_id,
-                enabled=bool(enabled),
-                created_ms=created_ms,
-                families=tuple(families.get(table_id, ())),
-            )
-            for table_id, name, enabled, created_ms in conn.execute(
-                "SELECT id, name, enabled, created_ms FROM hbase_tables"
-            )
-        }
-        self._generation = generation
-
     @contextlib.contextmanager
     def _reader(self) -> Iterator[sqlite3.Connection]:
         """A pooled read connection (``_query`` inlines this: it is the hot path)."""
@@ -461,64 +368,17 @@ class Store:
         finally:
             self._readers.append(conn)
 
-    def _reload_catalog(self) -> None:
-        with self._reader() as conn:
-            conn.execute("BEGIN")
-            try:
-                self._load_catalog(conn)
-            finally:
-                conn.execute("COMMIT")
-
-    def _bump_generation(self, conn: sqlite3.Connection) -> None:
-        """Called last before the commit; ``_load_catalog`` follows it in every caller."""
-        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'catalog_generation'")
-        if self._signal is not None:
-            (generation,) = conn.execute(
-                "SELECT value FROM meta WHERE key = 'catalog_generation'"
-            ).fetchone()
-            self._signal.publish(generation)
-
     def table(self, name: bytes) -> TableInfo:
         """The catalog entry for ``name`` (enabled or not); TableNotFound if it does not exist."""
-        if self._signal is not None and self._signal.generation > self._generation:
-            self._reload_catalog()
-        info = self._catalog.get(name)
-        if info is None:
-            self._reload_catalog()
-            info = self._catalog.get(name)
-            if info is None:
-                raise table_not_found(name)
-        return info
+        return self.catalog.table(name)
 
     def readable(self, name: bytes) -> TableInfo:
-        info = self.table(name)
-        if not info.enabled:
-            raise table_disabled(name)
-        return info
-
-    def _refresh_catalog(self) -> None:
-        """Outside a write transaction: reload the catalog if any process has changed it."""
-        with self._reader() as conn:
-            (generation,) = conn.execute(
-                "SELECT value FROM meta WHERE key = 'catalog_generation'"
-            ).fetchone()
-        if generation != self._generation:
-            self._reload_catalog()
-
-    def _writable(self, name: bytes) -> TableInfo:
-        """Inside ``_write()`` the cached catalog is current, so no reload is needed."""
-        info = self._catalog.get(name)
-        if info is None:
-            raise table_not_found(name)
-        if not info.enabled:
-            raise table_disabled(name)
-        return info
+        return self.catalog.readable(name)
 
     # -- admin ---------------------------------------------------------------------------------
 
     def table_names(self) -> list[bytes]:
-        self._reload_catalog()
-        return sorted(self._catalog)
+        return self.catalog.names()
 
     def create_table(self, name: bytes, families: Sequence[FamilyDescriptor]) -> TableInfo:
         validate_table_name(name)
@@ -528,75 +388,18 @@ class Store:
             )
         ordered = sorted_families(families)
         with self._write() as conn:
-            if name in self._catalog:
-                raise GatewayAlreadyExists(f"table name already in use: {show_bytes(name)}")
-            cursor = conn.execute(
-                "INSERT INTO hbase_tables (name, enabled, created_ms) VALUES (?, 1, ?)",
-                (name, now_ms()),
-            )
-            table_id = cursor.lastrowid
-            conn.executemany(
-                "INSERT INTO hbase_families VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-                [
-                    (
-                        table_id,
-                        position,
-                        f.name,
-                        f.max_versions,
-                        f.time_to_live,
-                        f.compression,
-                        int(f.in_memory),
-                        f.bloom_filter_type,
-                        f.bloom_filter_vector_size,
-                        f.bloom_filter_nb_hashes,
-                        int(f.block_cache_enabled),
-                    )
-                    for position, f in enumerate(ordered)
-                ],
-            )
-            conn.execute(
-                f"CREATE TABLE cells_{table_id} (row BLOB NOT NULL, fam INTEGER NOT NULL, "
-                "qual BLOB NOT NULL, ts INTEGER NOT NULL, value BLOB NOT NULL, "
-                "PRIMARY KEY (row, fam, qual, ts DESC)) WITHOUT ROWID"
-            )
-            conn.execute(
-                f"CREATE TABLE markers_{table_id} (row BLOB NOT NULL, fam INTEGER NOT NULL, "
-                "kind INTEGER NOT NULL, qual BLOB NOT NULL, ts INTEGER NOT NULL, "
-                "PRIMARY KEY (row, fam, kind, qual)) WITHOUT ROWID"
-            )
-            self._bump_generation(conn)
-            self._load_catalog(conn)
-        return self._catalog[name]
+            return self.catalog.create(conn, name, ordered, now_ms())
 
     def delete_table(self, name: bytes) -> None:
         with self._write() as conn:
-            info = self._catalog.get(name)
-            if info is None:
-                raise table_not_found(name)
-            if info.enabled:
-                raise table_enabled(name)
-            conn.execute(f"DROP TABLE {info.cells_table}")
-            conn.execute(f"DROP TABLE {info.markers_table}")
-            conn.execute("DELETE FROM hbase_families WHERE table_id = ?", (info.table_id,))
-            conn.execute("DELETE FROM hbase_tables WHERE id = ?", (info.table_id,))
-            self._bump_generation(conn)
-            self._load_catalog(conn)
+            self.catalog.drop(conn, name)
         with self._write_lock:
             self._writer.executescript("PRAGMA incremental_vacuum;")  # runs to completion
 
     def set_enabled(self, name: bytes, enabled: bool) -> None:
         """Enable or disable; like HBase, repeating the current state is an error."""
         with self._write() as conn:
-            info = self._catalog.get(name)
-            if info is None:
-                raise table_not_found(name)
-            if info.enabled == enabled:
-                raise table_enabled(name) if enabled else table_disabled(name)
-            conn.execute(
-                "UPDATE hbase_tables SET enabled = ? WHERE id = ?", (int(enabled), info.table_id)
-            )
-            self._bump_generation(conn)
-            self._load_catalog(conn)
+            self.catalog.set_enabled(conn, name, enabled)
 
     def written_since_compaction(self, name: bytes) -> int:
         """Cells put or deleted in ``name`` since its last compaction (kept across restarts:
@@ -632,7 +435,7 @@ class Store:
         reclaimed = 0
         while True:
             with self._write() as conn:
-                current = self._catalog.get(name)
+                current = self.catalog.cached(name)
                 if current is None or current.table_id != info.table_id:
                     raise table_not_found(name)
                 rows = conn.execute(
@@ -695,7 +498,7 @@ class Store:
         """
         info = self.readable(name)
         for row in rows:
-            _check_client_row_key(row)
+            check_client_row_key(row)
         selection = info.select(columns)
         where, params = _filters(selection, before_ts)
         floors = info.ttl_floors(now_ms())
@@ -844,9 +647,9 @@ class Store:
         covers every version at or before its timestamp.
         """
         with self._stamped_write() as (conn, now):
-            ts = _write_timestamp(timestamp, now)
-            info = self._writable(name)
-            puts, deletes = _plan_mutations(info, batches, ts)
+            ts = write_timestamp(timestamp, now)
+            info = self.catalog.writable(name)
+            puts, deletes = plan_mutations(info, batches, ts)
             if deletes_first:
                 self._apply_deletes(conn, info, deletes)
                 self._apply_puts(conn, info, puts)
@@ -869,14 +672,14 @@ class Store:
         the table lacks fails alone: the other rows are written and the call then reports
         ``RetriesExhaustedWithDetailsException``; when puts failed, the deletes are not applied.
         """
-        _check_timestamp_shape(timestamp)
+        check_timestamp_shape(timestamp)
         if 0 < self._deferred_batch_mutations <= sum(len(mutations) for _, mutations in batches):
             failed = self._defer_batch(name, batches, timestamp)
         else:
             with self._stamped_write() as (conn, now):
                 info = self._batch_table(name, batches)
-                ts = _write_timestamp(timestamp, now)
-                puts, deletes, failed = _plan_batch_writes(info, batches, ts)
+                ts = write_timestamp(timestamp, now)
+                puts, deletes, failed = plan_batch_writes(info, batches, ts)
                 self._apply_puts(conn, info, puts)
                 self._apply_deletes(conn, info, deletes)
                 self._count_written(conn, info, len(puts) + len(deletes))
@@ -894,11 +697,11 @@ class Store:
             raise GatewayIOError("IOException: the gateway store is closed")
         if self._pending.enqueued - self._pending.applied >= _MAX_PENDING_BATCHES:
             self.apply_pending()  # the applier is behind (or absent): keep the log bounded
-        self._refresh_catalog()
+        self.catalog.refresh()
         with self._pending.appending() as append:
             info = self._batch_table(name, batches)
-            ts = _write_timestamp(timestamp, self._clock())  # in the log's lock, see pending.py
-            puts, deletes, failed = _plan_batch_writes(info, batches, ts)
+            ts = write_timestamp(timestamp, self._clock())  # in the log's lock, see pending.py
+            puts, deletes, failed = plan_batch_writes(info, batches, ts)
             if puts or deletes:
                 append(info.table_id, (puts, deletes))
         return failed
@@ -908,18 +711,18 @@ class Store:
     ) -> TableInfo:
         """The table a batch writes to; a missing or disabled one fails every row of it."""
         try:
-            return self._writable(name)
+            return self.catalog.writable(name)
         except GatewayIOError as exc:
-            _check_batch_shape(batches)  # a malformed batch is reported first
+            check_batch_shape(batches)  # a malformed batch is reported first
             rows = sum(1 for _, mutations in batches if mutations)
-            cause = show_bytes(name) if name not in self._catalog else exc.message
+            cause = show_bytes(name) if self.catalog.cached(name) is None else exc.message
             raise retries_exhausted(rows, cause) from exc
 
     def delete_row(self, name: bytes, row: bytes, timestamp: int | None = None) -> None:
         """Delete every family of ``row`` at or before ``timestamp`` (deleteAllRow[Ts])."""
         with self._stamped_write() as (conn, now):
-            ts = _write_timestamp(timestamp, now)
-            info = self._writable(name)
+            ts = write_timestamp(timestamp, now)
+            info = self.catalog.writable(name)
             self._apply_deletes(
                 conn, info, [(row, fam, None, ts) for fam in info.family_index.values()]
             )
@@ -934,7 +737,7 @@ class Store:
         with self._stamped_write() as (conn, now):
             results: list[int] = []
             for name, row, column, amount in increments:
-                info = self._writable(name)
+                info = self.catalog.writable(name)
                 check_row_key(row)
                 family, qualifier = parse_column(column)
                 fam = info.family_id(family)
@@ -960,7 +763,7 @@ class Store:
     ) -> list[StoredCell]:
         """Append bytes to cells (missing cells start empty); returns the new cells."""
         with self._stamped_write() as (conn, now):
-            info = self._writable(name)
+            info = self.catalog.writable(name)
             check_row_key(row)
             written: dict[tuple[int, bytes], StoredCell] = {}
             for column, value in pairs:
@@ -996,7 +799,7 @@ class Store:
             raise GatewayInternalError("ArrayIndexOutOfBoundsException: Index 1 out of bounds")
         check_row_key(row)
         with self._stamped_write() as (conn, now):
-            info = self._writable(name)
+            info = self.catalog.writable(name)
             fam, put_fam = info.family_id(family), info.family_id(put_family)
             current = self._latest(conn, info, row, fam, qualifier, now)
             if expected is None or expected == b"":
@@ -1142,153 +945,3 @@ def _filters(selection: ColumnSelection | None, before_ts: int | None) -> tuple[
         where += " AND ts < ?"
         params.append(before_ts)
     return where, params
-
-
-def _write_timestamp(timestamp: int | None, now: int) -> int:
-    """A write's timestamp: its own, or the server clock ``now`` (HBase's LATEST_TIMESTAMP)."""
-    if timestamp is None or timestamp == LATEST_TIMESTAMP:
-        return now
-    if timestamp < 0:
-        raise GatewayIllegalArgument(
-            f"IllegalArgumentException: Timestamp cannot be negative. ts={timestamp}"
-        )
-    return timestamp
-
-
-def _check_client_row_key(row: bytes) -> None:
-    """A row key HBase's client objects (``Put``, ``Get``) refuse in their constructor, which
-    its Thrift handler calls outside its ``catch``: an internal error, not IllegalArgument."""
-    try:
-        check_row_key(row)
-    except GatewayIllegalArgument as exc:
-        raise GatewayInternalError(exc.message) from exc
-
-
-def _check_timestamp_shape(timestamp: int | None) -> None:
-    if timestamp is not None and timestamp < 0:
-        raise GatewayInternalError(
-            f"IllegalArgumentException: Timestamp cannot be negative. ts={timestamp}"
-        )
-
-
-def _check_batch_shape(batches: Sequence[tuple[bytes, Sequence[Mutation]]]) -> None:
-    """What HBase's handler rejects while building its Put and Delete objects (uncaught)."""
-    for row, mutations in batches:
-        _check_client_row_key(row)
-        for is_delete, column, _ in mutations:
-            if not is_delete and b":" not in column:
-                raise _invalid_column()
-
-
-def _plan_batch(
-    info: TableInfo, batches: Sequence[tuple[bytes, Sequence[Mutation]]], ts: int
-) -> tuple[list[StoredCell], list[_Delete], list[str], list[str]]:
-    """One pass over a ``mutateRows`` batch: the cells to put, the deletes, and the first error
-    of each row whose puts fail, and of each row whose deletes fail, in row order.
-
-    Raises what ``_check_batch_shape`` raises, before anything is written. A row naming a
-    missing family contributes no put (no delete) when that family is in a put (a delete). This
-    is the batch loader's hot path (hundreds of thousands of cells per call), hence one loop, no
-    per-row objects, and each distinct put column split once per call.
-    """
-    family_index = info.family_index
-    put_columns: dict[bytes, tuple[int, bytes]] = {}
-    puts: list[StoredCell] = []
-    put = puts.append
-    deletes: list[_Delete] = []
-    failed: list[str] = []
-    failed_deletes: list[str] = []
-    for row, mutations in batches:
-        if not row or len(row) > MAX_ROW_LENGTH:
-            _check_client_row_key(row)
-        first = len(puts)
-        put_error: str | None = None
-        first_delete = len(deletes)
-        delete_error: str | None = None
-        for is_delete, column, value in mutations:
-            if not is_delete:
-                known = put_columns.get(column)
-                if known is not None:
-                    put((row, known[0], known[1], ts, value or b""))
-                    continue
-                family, colon, qualifier = column.partition(b":")
-                if not colon:
-                    raise _invalid_column()
-                fam = family_index.get(family)
-                if fam is None:
-                    put_error = put_error or _no_family(info, family)
-                    continue
-                put_columns[column] = (fam, qualifier)
-                put((row, fam, qualifier, ts, value or b""))
-            else:
-                family, colon, qualifier = column.partition(b":")
-                fam = family_index.get(family)
-                if fam is None:
-                    delete_error = delete_error or _no_family(info, family)
-                    continue
-                deletes.append((row, fam, qualifier if colon else None, ts))
-        if put_error is not None:
-            del puts[first:]
-            failed.append(put_error)
-        if delete_error is not None:
-            del deletes[first_delete:]
-            failed_deletes.append(delete_error)
-    return puts, deletes, failed, failed_deletes
-
-
-def _plan_batch_writes(
-    info: TableInfo, batches: Sequence[tuple[bytes, Sequence[Mutation]]], ts: int
-) -> tuple[list[StoredCell], list[_Delete], list[str]]:
-    """``mutate_batch``'s puts and deletes at ``ts``, and the rows that fail: when a row's puts
-    fail, no delete is applied.
-    """
-    puts, deletes, failed, failed_deletes = _plan_batch(info, batches, ts)
-    if failed:
-        return puts, [], failed
-    return puts, deletes, failed_deletes
-
-
-def _invalid_column() -> GatewayInternalError:
-    return GatewayInternalError("IllegalArgumentException: Invalid famAndQf provided.")
-
-
-def _no_family(info: TableInfo, family: bytes) -> str:
-    return (
-        "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException: Column family "
-        f"{show_bytes(family)} does not exist in table {show_bytes(info.name)}"
-    )
-
-
-def _plan_mutations(
-    info: TableInfo, batches: Sequence[tuple[bytes, Sequence[Mutation]]], ts: int
-) -> tuple[list[StoredCell], list[tuple[bytes, int, bytes | None, int]]]:
-    """Validate a whole batch before anything is written, so a bad mutation changes nothing.
-
-    A put naming a family without a qualifier is left out, as HBase's single-row handler does
-    (it logs "Delete is the only mutation supported over the whole column family").
-    """
-    family_index = info.family_index
-    puts: list[StoredCell] = []
-    deletes: list[tuple[bytes, int, bytes | None, int]] = []
-    for row, mutations in batches:
-        check_row_key(row)
-        for is_delete, column, value in mutations:
-            i = column.find(b":")
-            if i < 0 and not is_delete:
-                logger.warning(
-                    "a put of %r names no qualifier: left out (only a delete can name a whole "
-                    "family)",
-                    show_bytes(column),
-                )
-                continue
-            family = column if i < 0 else column[:i]
-            fam = family_index.get(family)
-            if fam is None:
-                info.family_id(family)  # raises NoSuchColumnFamily
-            if i < 0:
-                deletes.append((row, fam, None, ts))
-            elif is_delete:
-                deletes.append((row, fam, column[i + 1 :], ts))
-            else:
-                puts.append((row, fam, column[i + 1 :], ts, value or b""))
-    return puts, deletes

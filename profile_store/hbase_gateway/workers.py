@@ -41,11 +41,12 @@ from collections.abc import Callable
 
 from .admission import SharedSlots
 from .bounds import WireBounds
+from .catalog import CatalogSignal
 from .compaction import BackgroundCompactor
 from .metrics import GatewayCollector, GatewayMetrics, MetricsRecorder, metrics_server
 from .pending import PendingApplier
 from .server import GatewayServer
-from .store import CatalogSignal, Store
+from .store import Store
 
 logger = logging.getLogger(__name__)
 

@@ -1,14 +1,17 @@
 """The identity graph over the lake: one day's edges, and one day's component update.
 
-Areas (``profile_store.lake_layout``): ``identity_keys``, ``identity_profiles``,
+Areas (``profile_store.lake.layout``): ``identity_keys``, ``identity_profiles``,
 ``identity_edges``, ``identity_quarantine`` per day; ``identity_components/date=D`` the
-assignment after day D, and ``identity_components/_LATEST`` the name of the latest one (a
-pointer, not a copy: rewriting millions of rows to a second place would double a day's writes).
+assignment after day D (linked profiles only: a profile seen up to D and absent from it has no
+link and is its own component, its own master, of size 1; every reader treats it so, and
+writing every profile each day would multiply the day's writes for nothing), and
+``identity_components/_LATEST`` the name of the latest one (a pointer, not a copy: rewriting
+millions of rows to a second place would double a day's writes).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
 from pyspark.sql import DataFrame, SparkSession
@@ -36,7 +39,8 @@ from profile_store.identity.incremental import (
 )
 from profile_store.identity.keys import day_keys, day_profiles, profiles_first_seen
 from profile_store.identity.rules import BridgingRules
-from profile_store.lake_layout import (
+from profile_store.identity.settings import non_bridging_kinds
+from profile_store.lake.layout import (
     IDENTITY_COMPONENTS,
     IDENTITY_COMPONENTS_LATEST,
     IDENTITY_EDGES,
@@ -46,7 +50,7 @@ from profile_store.lake_layout import (
     day_dir,
     events_day,
 )
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
 
 _DATE = StructField("date", DateType())
 KEYS_SCHEMA = StructType(
@@ -129,6 +133,20 @@ class EdgesSummary:
     top_quarantined: list[dict]
     edges_uri: str
     quarantine_uri: str
+    alt_id_kinds: dict[str, int] = field(default_factory=dict)  # kind present -> profiles
+    non_bridging_alt_id_kinds: dict[str, int] = field(default_factory=dict)  # of those
+
+
+def alt_id_kinds_present(events: DataFrame) -> dict[str, int]:
+    """Per alternate id kind with a value in the day's events: how many profiles carry one."""
+    pairs = events.select("user_id", F.explode("alt_ids").alias("kind", "value"))
+    counts = (
+        pairs.where(F.col("value").isNotNull())
+        .groupBy("kind")
+        .agg(F.countDistinct("user_id").alias("profiles"))
+        .collect()
+    )
+    return {row["kind"]: int(row["profiles"]) for row in sorted(counts, key=lambda r: r["kind"])}
 
 
 def build_day_edges(
@@ -167,6 +185,7 @@ def build_day_edges(
         .limit(10)
         .collect()
     ]
+    present = alt_id_kinds_present(events)
     return EdgesSummary(
         profiles=spark.read.parquet(profiles_uri).count(),
         keys=keys.select("key_type", "key").distinct().count(),
@@ -178,6 +197,10 @@ def build_day_edges(
         top_quarantined=top,
         edges_uri=edges_uri,
         quarantine_uri=quarantine_uri,
+        alt_id_kinds=present,
+        non_bridging_alt_id_kinds={
+            kind: present[kind] for kind in non_bridging_kinds(present, rules)
+        },
     )
 
 
@@ -200,6 +223,12 @@ class ComponentsUpdate:
     summary: AssignmentSummary
     snapshot_uri: str
     latest_updated: bool
+    profiles: int = 0  # every profile seen up to the day, linked or not
+
+    @property
+    def singletons(self) -> int:
+        """Profiles of no link: absent from the assignment, each its own component (master)."""
+        return self.profiles - self.summary.linked_profiles
 
 
 def surviving_edges(
@@ -310,4 +339,5 @@ def update_components(
         summary=summary,
         snapshot_uri=snapshot_uri,
         latest_updated=latest_updated,
+        profiles=profile_history.select("profile").distinct().count(),
     )

@@ -42,26 +42,42 @@ class BridgingRules:
     blocklist_patterns: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        weights = {MEMBER_ID: self.member_weight, FUZZY_IP_UA: self.fuzzy_weight}
-        weights.update(self.alt_id_weights)
+        """Every message starts with the field it is about (a file's or a launchpad's)."""
+        weights = {"member_weight": self.member_weight, "fuzzy_weight": self.fuzzy_weight}
+        weights.update({f"alt_id_weights.{kind}": w for kind, w in self.alt_id_weights.items()})
         for name, weight in weights.items():
             if not 0.0 < weight <= 1.0:
-                raise ValueError(f"weight of {name!r} must be in (0, 1], got {weight}")
+                raise ValueError(f"{name}: must be in (0, 1], got {weight}")
         if self.fuzzy_weight >= 1.0:
-            raise ValueError("the fuzzy rule is probabilistic: its weight must be below 1")
-        if MEMBER_ID in self.alt_id_weights or FUZZY_IP_UA in self.alt_id_weights:
-            raise ValueError("alt_id_weights: member_id and the fuzzy key are not alternate ids")
+            raise ValueError("fuzzy_weight: the fuzzy rule is probabilistic: must be below 1")
+        for kind in (MEMBER_ID, FUZZY_IP_UA):
+            if kind in self.alt_id_weights:
+                raise ValueError(
+                    f"alt_id_weights.{kind}: not an alternate id (member_id has member_weight, "
+                    "the fuzzy key fuzzy_enabled)"
+                )
+        if any(not kind.strip() for kind in self.alt_id_weights):
+            raise ValueError("alt_id_weights: an alternate id kind must be a non-empty name")
         if self.max_profiles_per_key < 2:
-            raise ValueError("max_profiles_per_key must be at least 2")
+            raise ValueError(
+                f"max_profiles_per_key: must be at least 2, got {self.max_profiles_per_key}"
+            )
         if self.fuzzy_window_minutes < 1:
-            raise ValueError("fuzzy_window_minutes must be at least 1")
+            raise ValueError(
+                f"fuzzy_window_minutes: must be at least 1, got {self.fuzzy_window_minutes}"
+            )
         if self.history_days is not None and self.history_days < 1:
-            raise ValueError("history_days must be at least 1 (or None: the whole history)")
-        for pattern in self.blocklist_patterns:
+            raise ValueError(
+                f"history_days: must be at least 1 (or unset: the whole history), "
+                f"got {self.history_days}"
+            )
+        for index, pattern in enumerate(self.blocklist_patterns):
             try:
                 re.compile(pattern)
             except re.error as error:
-                raise ValueError(f"blocklist pattern {pattern!r}: {error}") from error
+                raise ValueError(
+                    f"blocklist_patterns[{index}]: {pattern!r} is not a regular expression: {error}"
+                ) from error
 
     def weight_of(self, key_type: str) -> float:
         if key_type == MEMBER_ID:
@@ -76,6 +92,11 @@ class BridgingRules:
         if key_type == FUZZY_IP_UA:
             return RULE_FUZZY
         return RULE_ALT_ID
+
+    @property
+    def bridging_alt_id_kinds(self) -> tuple[str, ...]:
+        """The alternate id kinds (keys of an event's ``alt_ids``) that link profiles."""
+        return tuple(sorted(self.alt_id_weights))
 
     @property
     def key_types(self) -> tuple[str, ...]:

@@ -97,13 +97,6 @@ def guard(day_keys: DataFrame, stats: DataFrame, rules: BridgingRules) -> DataFr
 
 def quarantine(guarded: DataFrame) -> DataFrame:
     """The day's keys that made no edge, with the reason and how many profiles shared them."""
-    return guarded.where(F.col("reason").isNotNull()).select(
-        "key_type",
-        "key",
-        "reason",
-        "profiles",
-        "profiles_before",
-        "revokes_edges",
-        F.col("day_first_seen").alias("first_seen"),
-        F.col("day_last_seen").alias("last_seen"),
-    )
+    of_the_day = {"first_seen": "day_first_seen", "last_seen": "day_last_seen"}
+    columns = [F.col(of_the_day.get(name, name)).alias(name) for name in QUARANTINE_COLUMNS]
+    return guarded.where(F.col("reason").isNotNull()).select(*columns)

@@ -32,8 +32,8 @@ from profile_store.events.validation import (
 )
 from profile_store.imports.landing_lines import DAY, LINE, landing_lines
 from profile_store.imports.mapping import ImportMapping
-from profile_store.lake_layout import SUCCESS_MARKER, landing_day
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.layout import SUCCESS_MARKER, landing_day
+from profile_store.lake.storage import LakeStorage
 
 IMPORTS = "_imports"
 UNPLACED_DIR = "__HIVE_DEFAULT_PARTITION__"  # Spark's directory for a null partition value

@@ -2,9 +2,9 @@
 
 The real-time path writes events to Kafka; the demo, the tests and the benchmarks run against
 the real broker rather than a fake, as the gateway is checked against a real Apache HBase
-(``profile_store.apache_hbase``). The jars of ``kafka_2.13`` are resolved from Maven Central by
-Maven into the jar cache (``profile_store.maven_jars``), once. Production points
-``PROFILES_KAFKA_BOOTSTRAP_SERVERS`` at its own cluster instead.
+(``profile_store.launchers.apache_hbase``). The jars of ``kafka_2.13`` are resolved from Maven
+Central by Maven into the jar cache (``profile_store.launchers.maven_jars``), once. Production
+points ``PROFILES_KAFKA_BOOTSTRAP_SERVERS`` at its own cluster instead.
 
 The node is formatted (``kafka-storage format``, i.e. ``kafka.tools.StorageTool``) on the first
 start of a data directory, then started with ``kafka.Kafka``; it is ready when a metadata request
@@ -20,7 +20,6 @@ same address. Usage::
 
 from __future__ import annotations
 
-import argparse
 import base64
 import contextlib
 import json
@@ -40,8 +39,13 @@ from typing import IO
 
 from confluent_kafka.admin import AdminClient
 
-from profile_store.child_processes import free_port, log_tail, stop_process, wait_for_interrupt
-from profile_store.maven_jars import JarResolutionError, resolve_jars
+from profile_store.launchers.child_processes import (
+    free_port,
+    log_tail,
+    stop_process,
+    wait_for_interrupt,
+)
+from profile_store.launchers.maven_jars import JarResolutionError, resolve_jars
 
 KAFKA_VERSION = "4.4.0"
 # Kafka 4.x logs through SLF4J 1.7 to Log4j 2; its distribution ships this binding beside the
@@ -366,18 +370,3 @@ def run_in_foreground(data_dir: Path, port: int) -> int:
     finally:
         broker.stop()
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m profile_store.launchers.kafka_broker",
-        description=f"Run Apache Kafka {KAFKA_VERSION} (one KRaft node) until interrupted.",
-    )
-    parser.add_argument("--data-dir", type=Path, default=Path("data/kafka"))
-    parser.add_argument("--port", type=int, default=9092, help="client port (default 9092)")
-    args = parser.parse_args(argv)
-    return run_in_foreground(args.data_dir, args.port)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

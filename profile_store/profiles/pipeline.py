@@ -28,9 +28,8 @@ from pyspark.sql.types import (
     StructType,
 )
 
-from profile_store.erasure.suppression import Suppression, digest_column
 from profile_store.events.schema import EVENTS_SCHEMA
-from profile_store.hbase_client import ThriftAddress
+from profile_store.hbase.settings import ThriftAddress
 from profile_store.identity.pipeline import (
     ASSIGNMENT_SCHEMA,
     EDGES_SCHEMA,
@@ -41,7 +40,7 @@ from profile_store.identity.pipeline import (
     surviving_edges,
 )
 from profile_store.identity.rules import FUZZY_IP_UA
-from profile_store.lake_layout import (
+from profile_store.lake.layout import (
     AUDIENCE_ACTIVATIONS,
     COMPACTED_PROFILES,
     EVENTS,
@@ -57,7 +56,7 @@ from profile_store.lake_layout import (
     day_dir,
     events_day,
 )
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.storage import LakeStorage
 from profile_store.profiles.compaction import (
     changed_profiles,
     compacted_rows,
@@ -66,6 +65,7 @@ from profile_store.profiles.compaction import (
     next_segments,
 )
 from profile_store.profiles.counters import event_counters
+from profile_store.profiles.live_cells import delete_superseded
 from profile_store.profiles.profile_writer import (
     delete_edges,
     write_edges,
@@ -76,7 +76,7 @@ from profile_store.profiles.segment_feed import read_segment_feed
 from profile_store.profiles.segment_rules import DAY_MS, SegmentRule, segment_hits
 from profile_store.profiles.table import PROFILE_TABLE
 from profile_store.profiles.unsynced import UNSYNCED_COLUMNS, delete_consumed, read_unsynced
-from profile_store.realtime.live_cells import delete_superseded
+from profile_store.suppression.salted_digests import Suppression, digest_column
 
 SEGMENTS_SCHEMA = StructType(
     [

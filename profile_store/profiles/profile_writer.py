@@ -15,8 +15,7 @@ from itertools import islice
 
 from pyspark.sql import DataFrame
 
-from profile_store.arrow_partitions import sum_over_partitions
-from profile_store.hbase_client import ThriftAddress
+from profile_store.hbase.settings import ThriftAddress
 from profile_store.profiles.table import (
     AS_OF,
     ASSOCIATIONS,
@@ -32,6 +31,7 @@ from profile_store.profiles.table import (
     profile_cells,
     profile_key,
 )
+from profile_store.spark.arrow_partitions import sum_over_partitions
 
 REPLACED = (SEGMENTS, FEATURES, ASSOCIATIONS)
 

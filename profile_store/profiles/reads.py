@@ -23,7 +23,7 @@ Segments are live while their expiry is in the future: an expiry at or before ``
 never returned. A profile's ``g:`` cells are its person's compacted segments, its ``u:`` cells
 the ones a real-time feed added since the last compaction; both count, and the later
 expiry wins. Counters are decayed to ``now_ms`` with the half-life stored beside them. The live
-profile job's cells (``realtime/live_cells.py``) add the person's events of the days the row's
+profile job's cells (``profiles/live_cells.py``) add the person's events of the days the row's
 daily state (``s:as_of``) does not cover yet: their segments like ``u:``, their counters
 decayed and added to the daily ones.
 A ``p|`` row holding only ``u:`` cells (the feed wrote it before any compaction saw the id)
@@ -43,6 +43,12 @@ from dataclasses import dataclass, field
 import happybase
 
 from profile_store.identity.rules import DEFAULT_ALT_ID_WEIGHTS, MEMBER_ID
+from profile_store.identity.settings import (
+    IDENTITY_CONFIG_ENV,
+    IdentityConfigError,
+    identity_rules_from_env,
+)
+from profile_store.profiles.live_cells import LiveCellError, LiveState, live_state
 from profile_store.profiles.table import (
     AS_OF,
     ASSOCIATIONS,
@@ -69,7 +75,6 @@ from profile_store.profiles.table import (
     profile_id_of,
     profile_key,
 )
-from profile_store.realtime.live_cells import LiveCellError, LiveState, live_state
 
 MAX_IDS = 1000
 """Most ids in one ``segments_many`` call (a bidder sends 25)."""
@@ -99,17 +104,23 @@ OpenTable = Callable[[], AbstractContextManager[happybase.Table]]
 
 
 LOOKUP_KEY_TYPES: tuple[str, ...] = (MEMBER_ID, *DEFAULT_ALT_ID_WEIGHTS)
-"""The alternate-id types the default bridging rules write lookup rows for; a deployment whose
-``identity_edges`` bridges on more types lists them in ``PROFILES_KEY_TYPES``."""
+"""The alternate-id types the default bridging rules write lookup rows for."""
 
 KEY_TYPES_ENV = "PROFILES_KEY_TYPES"
 
 
 def key_types_from_env(environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
-    """``PROFILES_KEY_TYPES`` (comma-separated), else ``LOOKUP_KEY_TYPES``."""
-    raw = (os.environ if environ is None else environ).get(KEY_TYPES_ENV, "")
-    listed = tuple(part.strip() for part in raw.split(",") if part.strip())
-    return listed or LOOKUP_KEY_TYPES
+    """``PROFILES_KEY_TYPES`` (comma-separated), else the kinds the identity configuration
+    bridges (``PROFILES_IDENTITY_CONFIG``): compaction writes a lookup row for each of those."""
+    env = os.environ if environ is None else environ
+    listed = tuple(part.strip() for part in env.get(KEY_TYPES_ENV, "").split(",") if part.strip())
+    if listed:
+        return listed
+    try:
+        rules = identity_rules_from_env(env)
+    except IdentityConfigError as error:
+        raise InvalidRequest(IDENTITY_CONFIG_ENV, str(error)) from error
+    return (MEMBER_ID, *rules.bridging_alt_id_kinds)
 
 
 class InvalidRequest(ValueError):
@@ -233,7 +244,7 @@ def live_segments(now_ms: int, *expiries: Mapping[str, int]) -> dict[str, int]:
 class ProfileReader:
     """Reads the ``profiles`` table; ``open_table`` yields a happybase table per call.
 
-    Stateless apart from ``open_table`` (e.g. ``hbase_client.table_opener(pool, "profiles")``),
+    Stateless apart from ``open_table`` (e.g. ``hbase.pool.table_opener(pool, "profiles")``),
     so one reader serves every thread of a service.
     """
 

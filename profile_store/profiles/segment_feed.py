@@ -17,8 +17,8 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
-from profile_store.lake_layout import SEGMENT_FEED, day_dir
-from profile_store.lake_storage import LakeStorage
+from profile_store.lake.layout import SEGMENT_FEED, day_dir
+from profile_store.lake.storage import LakeStorage
 from profile_store.profiles.segment_rules import SEGMENT_ID
 
 FEED_SCHEMA = StructType(

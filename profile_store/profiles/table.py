@@ -16,7 +16,7 @@ p|<profile id>                        a profile (device or cookie id, raw bytes 
                 compaction folds it into the component and deletes it
   u:<day>|<partition>|<id>
                 a live cell: the live profile job's segments and counters of one id's events
-                of one day (``realtime/live_cells.py``); reads add it until a daily run covers
+                of one day (``profiles/live_cells.py``); reads add it until a daily run covers
                 the day, and that run deletes it
   a:<id>        another profile of the component (value: its id type); capped, see s:devices
   f:<event>     decaying counter of the component (``encode_counter``: value, time, half-life)

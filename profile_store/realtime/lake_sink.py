@@ -58,9 +58,9 @@ from confluent_kafka import (
 
 from profile_store.event_bus.consumer import MessageBatch, batch_consumer, consume_batch
 from profile_store.event_bus.settings import EventBusSettings
-from profile_store.lake_layout import LANDING, SUCCESS_MARKER, landing_day
-from profile_store.lake_storage import LakeStorage
-from profile_store.landing_watch import is_landing_data
+from profile_store.lake.landing_watch import is_landing_data
+from profile_store.lake.layout import LANDING, SUCCESS_MARKER, landing_day
+from profile_store.lake.storage import LakeStorage
 from profile_store.realtime.event_days import day_text, event_days, landing_lines
 
 logger = logging.getLogger(__name__)
@@ -200,8 +200,12 @@ class LakeSink:
         config: LakeSinkConfig | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        on_written: Callable[[int, float], None] | None = None,
     ) -> None:
+        """``on_written(messages, seconds)`` is told of each batch in the lake and committed
+        (metrics)."""
         self.settings = settings
+        self.on_written = on_written
         self.storage = storage
         self.config = config or LakeSinkConfig()
         self.clock = clock
@@ -239,10 +243,18 @@ class LakeSink:
         )
         return self
 
-    def run(self, stop: threading.Event, poll_timeout: float = 0.5) -> None:
-        """Until ``stop`` is set; then what is buffered is written and committed."""
+    def run(
+        self,
+        stop: threading.Event,
+        poll_timeout: float = 0.5,
+        after_step: Callable[[], None] | None = None,
+    ) -> None:
+        """Until ``stop`` is set; then what is buffered is written and committed.
+        ``after_step`` runs after each step (metrics)."""
         while not stop.is_set():
             self.step(poll_timeout)
+            if after_step is not None:
+                after_step()
         self.close()
 
     def close(self) -> None:
@@ -288,6 +300,7 @@ class LakeSink:
         self._flush_soon = False
         if not ready:
             return
+        started = time.monotonic()
         # 1. the intents (an unfinished batch found at assignment already has its own)
         intents = [
             TopicPartition(self._topic, p, b.start, metadata=intent_metadata(b.end))
@@ -319,6 +332,9 @@ class LakeSink:
         # 3. the batches are in the lake
         done = [TopicPartition(self._topic, p, b.end + 1) for p, b in ready.items()]
         self._commit(done)
+        if self.on_written is not None:
+            messages = sum(f.lines for b in ready.values() for f in b.days.values())
+            self.on_written(messages, time.monotonic() - started)
         for partition, batch in ready.items():
             if batch.must_end is not None:
                 self.progress.recovered_batches += 1

@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from profile_store.erasure.suppression import Suppression
 from profile_store.event_bus.consumer import MessageBatch
 from profile_store.events.id_case import alt_id_case, normalize_id
 from profile_store.events.schema import ID_TYPES, MAP_FIELDS, STRING_FIELDS
 from profile_store.events.validation import ValidationRules
 from profile_store.identity.rules import MEMBER_ID
 from profile_store.realtime.event_days import event_millis
+from profile_store.suppression.salted_digests import Suppression
 
 _FIELDS = frozenset((*STRING_FIELDS, *MAP_FIELDS))
 _NOT_BLANK = ("event_id", "app_id", "user_id", "event_type")

@@ -1,6 +1,7 @@
 """Kafka to the profiles, live: each event in its person's profile rows within seconds.
 
-A long-running consumer of the events topic in its own group (``profiles-live``). Per batch:
+A long-running consumer of the events topic in its own group (``profiles-live-profiles``).
+Per batch:
 
 1. The batch's events that ingest will accept (``live_events``), grouped by lineage (origin id,
    UTC day, partition: ``live_cells``).
@@ -42,9 +43,18 @@ from confluent_kafka import Consumer, KafkaException, TopicPartition
 from happybase.batch import BatchMutation, Mutation  # the Thrift structs happybase loads
 from thriftpy2.thrift import TException
 
-from profile_store.erasure.suppression import Suppression
 from profile_store.event_bus.consumer import MessageBatch, batch_consumer, consume_batch
 from profile_store.event_bus.settings import EventBusSettings
+from profile_store.profiles.live_cells import (
+    Lineage,
+    LiveCell,
+    LiveCellError,
+    decode_cell,
+    encode_cell,
+    parse_qualifier,
+    person_identity,
+    superseded,
+)
 from profile_store.profiles.reads import LOOKUP_KEY_TYPES, OpenTable
 from profile_store.profiles.segment_rules import DAY_MS, DEFAULT_RULES, SegmentRule, parse_rules
 from profile_store.profiles.table import (
@@ -63,22 +73,13 @@ from profile_store.profiles.table import (
     lookup_key,
     profile_key,
 )
-from profile_store.realtime.live_cells import (
-    Lineage,
-    LiveCell,
-    LiveCellError,
-    decode_cell,
-    encode_cell,
-    parse_qualifier,
-    person_identity,
-    superseded,
-)
 from profile_store.realtime.live_events import LiveEvents, parse_events
 from profile_store.realtime.live_updates import event_lineages, lineage_updates
+from profile_store.suppression.salted_digests import Suppression
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_GROUP_ID = "profiles-live"
+DEFAULT_GROUP_ID = "profiles-live-profiles"
 ORIGIN_COLUMNS = [TYPE, MASTER, AS_OF, DEVICES, ASSOCIATIONS, UNSYNCED]
 SECOND_COLUMNS = [TYPE, AS_OF, UNSYNCED, LOOKUP_PROFILE]  # the persons' other rows and lookups
 HBASE_ERRORS = (TException, OSError, socket.timeout)
@@ -195,8 +196,12 @@ class LiveProfiles:
         config: LiveProfilesConfig | None = None,
         *,
         suppression: Callable[[], Suppression] | None = None,
+        on_written: Callable[[int, float], None] | None = None,
     ) -> None:
+        """``on_written(messages, seconds)`` is told of each batch applied and committed, with
+        the time from its parse to its commit (metrics)."""
         self.settings = settings
+        self.on_written = on_written
         self.open_table = open_table
         self.config = config or LiveProfilesConfig()
         self.progress = LiveProgress()
@@ -216,12 +221,19 @@ class LiveProfiles:
         )
         return self
 
-    def run(self, stop: threading.Event, log_seconds: float = 30.0) -> None:
+    def run(
+        self,
+        stop: threading.Event,
+        log_seconds: float = 30.0,
+        after_step: Callable[[], None] | None = None,
+    ) -> None:
         """Until ``stop`` is set (the batch in hand is finished first); progress is logged
-        every ``log_seconds``."""
+        every ``log_seconds``, ``after_step`` runs after each step (metrics)."""
         logged = time.monotonic()
         while not stop.is_set():
             self.step()
+            if after_step is not None:
+                after_step()
             if time.monotonic() - logged >= log_seconds:
                 logged = time.monotonic()
                 logger.info("live profiles: %s", self.progress.summary())
@@ -240,9 +252,12 @@ class LiveProfiles:
         batch = consume_batch(self._consumer, self.config.max_poll_messages, timeout)
         if not len(batch):
             return 0
+        started = time.monotonic()
         self._refresh_suppression()
         self._apply_with_retries(batch)
         self._commit(batch)
+        if self.on_written is not None:
+            self.on_written(len(batch), time.monotonic() - started)
         return len(batch)
 
     # -- one batch -------------------------------------------------------------------------------

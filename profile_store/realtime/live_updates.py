@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pyarrow as pa
 
+from profile_store.profiles.live_cells import EMPTY_THROUGH, Lineage, LiveCell, merge_counter
 from profile_store.profiles.segment_rules import SegmentRule
 from profile_store.realtime.event_days import day_text
-from profile_store.realtime.live_cells import EMPTY_THROUGH, Lineage, LiveCell, merge_counter
 from profile_store.realtime.live_events import LiveEvents
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import RIVAL_KEY, SHOP_KEY
+from known_audience import RIVAL_KEY, SHOP_KEY
 
 from profile_store.audiences.discovery import NotBuilt, app_catalog, event_attributes
 from profile_store.audiences.sketch_table import SKETCH_TABLE
@@ -107,6 +107,11 @@ def test_the_api_lists_only_the_callers_apps(client):
     assert [app["app_id"] for app in shop["apps"]] == ["com.shop"]
     assert [app["app_id"] for app in rival["apps"]] == ["com.rival"]
     assert shop["latest_built_day"] == "2026-11-02"
+
+
+def test_the_api_lists_every_built_day_a_query_can_be_answered_over(client):
+    shop = client.get("/v1/discovery/apps", headers={"X-API-Key": SHOP_KEY}).json()
+    assert shop["built_days"] == ["2026-11-01", "2026-11-02"]
 
 
 def test_the_api_refuses_another_tenants_attributes_with_403(client):

@@ -8,9 +8,19 @@ import numpy as np
 import pytest
 
 from profile_store.audiences.accuracy import AccuracyBars, accuracy_report, relative_errors
-from profile_store.audiences.exact import exact_leaf_users, exact_users
+from profile_store.audiences.exact import (
+    counted_leaves,
+    exact_leaf_users,
+    exact_users,
+    operand_size,
+)
 from profile_store.audiences.query import leaves, parse_query
-from profile_store.audiences.query_sampler import CatalogEntry, build_catalog, sample_queries
+from profile_store.audiences.query_sampler import (
+    CatalogEntry,
+    build_catalog,
+    sample_estimating_queries,
+    sample_queries,
+)
 
 SCHEMA = (
     "app_id string, event_type string, user_id string, event_time timestamp, "
@@ -73,6 +83,26 @@ def test_exact_tree_set_algebra(spark, events):
     assert exact_count(spark, events, tree) == 4  # odd users 1..9 minus u1
 
 
+def operand(spark, events, tree) -> int:
+    query = parse_query(tree)
+    found = leaves(query)
+    return operand_size(query, exact_leaf_users(spark, events, found + counted_leaves(found)))
+
+
+def test_the_operand_of_an_intersection_is_its_larger_side(spark, events):
+    assert operand(spark, events, {"intersection": [leaf("buy"), leaf("view")]}) == 10
+
+
+def test_the_operand_of_a_counted_leaf_is_every_user_of_its_rows(spark, events):
+    # One user bought 3 times; the sketch sampled all 3 buyers to find them.
+    assert operand(spark, events, leaf("buy", min_count=3)) == 3
+
+
+def test_the_operand_of_a_union_is_the_union(spark, events):
+    tree = {"union": [leaf("view", attributes={"color": "red"}), leaf("buy")]}
+    assert operand(spark, events, tree) == 7  # odd users 1..9 and u0, u2
+
+
 def test_sampler_is_deterministic_and_parses():
     catalog = [
         CatalogEntry("shop", "view", 1000, {"color": ["red", "blue"]}),
@@ -112,6 +142,32 @@ def test_the_mix_has_intersections_and_differences_of_small_one_day_sets():
     assert "view" not in named  # the smaller half of the event types
 
 
+ESTIMATING_CATALOG = [
+    CatalogEntry("shop", "view", 90_000, {"color": ["red", "blue"]}),
+    CatalogEntry("shop", "buy", 800, {}),
+    CatalogEntry("shop", "refund", 5, {}),
+    CatalogEntry("game", "level_up", 300, {"level": ["1", "2"]}),
+]
+
+
+def test_sought_trees_each_read_an_estimating_pair():
+    days = [date(2026, 11, d) for d in range(1, 8)]
+    trees = sample_estimating_queries(ESTIMATING_CATALOG, {("shop", "view")}, days, 100, seed=3)
+    for tree in trees:
+        named = [(x.app_id, x.event_type) for x in leaves(parse_query(tree))]
+        assert ("shop", "view") in named
+        assert {app for app, _ in named} == {"shop"}  # operands of one app share users
+    assert {next(iter(tree)) for tree in trees} >= {"union", "intersection", "difference"}
+
+
+def test_sought_trees_are_deterministic_for_a_seed():
+    days = [date(2026, 11, d) for d in range(1, 8)]
+    estimating = {("shop", "view")}
+    first = sample_estimating_queries(ESTIMATING_CATALOG, estimating, days, 50, seed=3)
+    assert first == sample_estimating_queries(ESTIMATING_CATALOG, estimating, days, 50, seed=3)
+    assert first != sample_estimating_queries(ESTIMATING_CATALOG, estimating, days, 50, seed=4)
+
+
 def test_relative_error_handles_empty_exact_answers():
     errors = relative_errors(np.array([0.0, 3.0, 110.0]), np.array([0.0, 0.0, 100.0]))
     assert errors.tolist() == [0.0, 1.0, pytest.approx(0.1)]
@@ -148,10 +204,60 @@ def test_every_missed_bar_is_named_with_its_measured_value():
     ]
 
 
-def test_too_few_estimation_mode_answers_are_reported_not_judged():
+def test_too_few_estimation_mode_answers_still_name_each_missed_bar_unjudged():
     report = accuracy_report([10900] * 5, [10000] * 5, [0] * 5, [1e9] * 5, [False] * 5)
     assert report.estimation_mode.mean_error == pytest.approx(0.09)
+    assert not report.judged(AccuracyBars())
+    assert report.failures(AccuracyBars()) == [
+        "estimation-mode answers (5): mean error 9.00% > 3%",
+        "estimation-mode answers (5): 0.0% under 1% error < 35%",
+    ]
+
+
+def tiny_intersections_of_a_large_set(operands=None):
+    """23 good estimates of 10,000 users and 2 intersections of 45 users out of 100,000 read
+    at lg_k 12 (estimate 15.9: 65% of the answer, 0.03% of the larger operand)."""
+    estimates = [10_050.0] * 23 + [15.9] * 2
+    exacts = [10_000] * 23 + [45] * 2
+    lower = [9_800.0] * 23 + [0.0] * 2
+    upper = [10_300.0] * 23 + [400.0] * 2
+    return accuracy_report(estimates, exacts, lower, upper, [False] * 25, operands)
+
+
+def test_each_error_is_judged_against_the_larger_operand_of_its_operation():
+    report = tiny_intersections_of_a_large_set([10_000] * 23 + [100_000] * 2)
     assert report.failures(AccuracyBars()) == []
+    assert report.estimation_mode.mean_error == pytest.approx(0.0046, abs=1e-4)
+
+
+def test_the_error_relative_to_the_answer_is_reported_beside():
+    report = tiny_intersections_of_a_large_set([10_000] * 23 + [100_000] * 2)
+    assert report.estimation_mode.mean_answer_error == pytest.approx(0.0563, abs=1e-4)
+    assert "mean 5.63% relative to the answer" in report.summary(AccuracyBars())
+
+
+def test_errors_relative_to_the_answer_alone_would_fail_a_healthy_estimator():
+    report = tiny_intersections_of_a_large_set()
+    assert report.failures(AccuracyBars()) == [
+        "estimation-mode answers (25): mean error 5.63% > 3%",
+    ]
+
+
+def test_the_summary_states_the_estimation_figures_against_their_limits():
+    report = tiny_intersections_of_a_large_set([10_000] * 23 + [100_000] * 2)
+    assert report.summary(AccuracyBars()) == (
+        "estimation-mode answers (25): mean error 0.46% <= 3%, 100.0% under 1% error >= 35%, "
+        "100.0% under 10% error >= 90%, 95% bounds hold the exact answer in 100.0% >= 93% "
+        "(errors relative to the larger operand; mean 5.63% relative to the answer)"
+    )
+
+
+def test_the_summary_says_when_no_answer_estimates():
+    report = accuracy_report([100.0], [100], [100.0], [100.0], [True])
+    assert report.summary(AccuracyBars()) == (
+        "no answer in estimation mode (every sketch read was below its capacity); "
+        "exact-mode answers (1) exact"
+    )
 
 
 DECISIONS = "app_id string, event_type string, attribute string, kept boolean, date string"

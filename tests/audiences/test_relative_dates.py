@@ -5,11 +5,11 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
-from conftest import DAY_1, DAY_2
+from known_audience import DAY_1, DAY_2
 
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.query import QueryError, parse_query, resolve_dates
-from profile_store.hbase_client import sketch_table_opener
+from profile_store.audiences.sketch_table import sketch_table_opener
 
 SHOP_INSTALLS = {"app_id": "com.shop", "event_type": "install"}
 

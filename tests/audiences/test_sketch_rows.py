@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date
 
 import pytest
@@ -130,6 +131,42 @@ def test_aggregate_rows_carry_the_kept_attribute_list(events):
     kept = {r.event_type: r.kept_attributes for r in rows if r.attr_hash == AGGREGATE_HASH}
     assert kept == {"buy": ["color"], "view": []}
     assert all(r.kept_attributes is None for r in rows if r.attr_hash != AGGREGATE_HASH)
+
+
+def test_a_trimmed_attribute_carries_the_limit_it_crossed(spark):
+    many = [("a", "e", "u", {"id": str(i)}) for i in range(300)]  # 300 values > 100
+    id_like = [("b", "e", "u", {"x": str(i % 30)}) for i in range(100)]  # 30 in 100: 0.3
+    reasons = {
+        r.app_id: r.trim_reason
+        for r in decisions(spark.createDataFrame(many + id_like, SCHEMA)).collect()
+    }
+    assert reasons == {"a": "too_many_values", "b": "values_too_distinct"}
+
+
+def test_a_kept_attribute_has_no_trim_reason(events):
+    kept = [r for r in decisions(events).collect() if r.attribute == "color"]
+    assert kept[0].kept and kept[0].trim_reason is None
+
+
+def test_aggregate_rows_carry_each_trimmed_attribute_with_its_figures(events):
+    rows = day_sketch_rows(events, decisions(events), "20261101").collect()
+    trimmed = {
+        r.event_type: json.loads(r.trimmed_attributes)
+        for r in rows
+        if r.attr_hash == AGGREGATE_HASH
+    }
+    assert trimmed["view"] == {}
+    assert trimmed["buy"] == {
+        "order_id": {
+            "reason": "too_many_values",
+            "distinct_values": 800,
+            "appearances": 800,
+            "window_days": 7,
+            "max_distinct": 100,
+            "max_distinct_ratio": 0.1,
+            "few_values": 20,
+        }
+    }
 
 
 def test_each_kept_value_gets_a_marginal_row_unioning_its_combinations(spark):

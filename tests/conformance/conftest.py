@@ -1,7 +1,7 @@
 """The differential suite: the same happybase calls against the gateway and Apache HBase.
 
-* ``apache_hbase``: one standalone Apache HBase (``profile_store.apache_hbase``) per session;
-  the first session on a machine resolves its jars from Maven Central.
+* ``apache_hbase``: one standalone Apache HBase (``profile_store.launchers.apache_hbase``) per
+  session; the first session on a machine resolves its jars from Maven Central.
 * ``conformance_gateway``: one embedded gateway per session, deferring every batch.
 * ``pair``: a ``Differential`` over fresh connections to both servers.
 """
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 import pytest
 from differential import Differential
 
-from profile_store.apache_hbase import ApacheHBase, temporary_hbase
 from profile_store.hbase_gateway.process import EmbeddedGateway
+from profile_store.launchers.apache_hbase import ApacheHBase, temporary_hbase
 
 
 @pytest.fixture(scope="session")

@@ -25,14 +25,14 @@ from fastapi.testclient import TestClient
 
 from profile_assets.definitions import daily_assets, defs
 from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.http_api import create_app
 from profile_store.audiences.sketch_table import SKETCH_TABLE
-from profile_store.audiences.tenants import Tenants
 from profile_store.generator.lake import generate_lake
-from profile_store.hbase_client import table_opener
-from profile_store.lake_layout import LANDING
+from profile_store.hbase.pool import table_opener
+from profile_store.lake.layout import LANDING
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.table import PROFILE_TABLE
+from profile_store.service.app import create_app
+from profile_store.service.tenants import Tenants
 from resources import resources_from_env
 
 DAYS = ("2026-11-01", "2026-11-02")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.storage import LocalLakeStorage
 
 DAY = "date=2026-11-01"
 WEIGHTS = {"member_id": 1.0, "email_sha256": 0.95, "ip24_user_agent": 0.5}

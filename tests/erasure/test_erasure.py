@@ -29,11 +29,12 @@ from profile_store.erasure.forget import forget
 from profile_store.erasure.requests import REQUESTS, GivenId
 from profile_store.erasure.sketch_retention import id_hashes, retention
 from profile_store.generator.lake import generate_lake
-from profile_store.hbase_client import table_opener
+from profile_store.hbase.pool import table_opener
 from profile_store.identity.pipeline import latest_assignment_dir
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.table import PROFILE_TABLE, column, edge_key, lookup_key, profile_key
 from resources.hbase import HBaseResource
+from resources.identity import IdentityResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
@@ -140,6 +141,7 @@ def erased(spark, tmp_path_factory):
     resources = {
         "spark": spark_resource_from_env({"SPARK_SHUFFLE_PARTITIONS": "2"}),
         "lake": LakeResource(root=str(root)),
+        "identity": IdentityResource(),
         "hbase": hbase,
     }
     instance = DagsterInstance.ephemeral()

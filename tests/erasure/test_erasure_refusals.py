@@ -20,7 +20,7 @@ import httpx
 import pytest
 from identity_areas import lake_with_keys
 
-from profile_store.cli import main
+from profile_store.cli.main import main
 from profile_store.erasure.erasure_step import ErasureTargets, carry_out
 from profile_store.erasure.requests import (
     REQUESTS,
@@ -30,9 +30,9 @@ from profile_store.erasure.requests import (
     pending_requests,
     save_request,
 )
-from profile_store.erasure.suppression import SUPPRESSION, Suppression
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table, profile_key
+from profile_store.suppression.salted_digests import SUPPRESSION, Suppression
 
 GAID = "38400000-8cf0-11bd-b23e-10b96e40000d"
 ANN = ["ann-cookie", GAID]

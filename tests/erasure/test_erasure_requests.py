@@ -13,15 +13,17 @@ import pytest
 from fastapi.testclient import TestClient
 
 from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.http_api import create_app
-from profile_store.audiences.tenants import Tenants
-from profile_store.cli import main
-from profile_store.erasure.http_api import ERASURE_PATH, ErasureDesk
+from profile_store.audiences.sketch_table import sketch_table_opener
+from profile_store.cli.main import main
 from profile_store.erasure.report import ErasureReport, save_report
 from profile_store.erasure.requests import REQUESTS
-from profile_store.hbase_client import HBaseSettings, hbase_pool, sketch_table_opener, table_opener
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.hbase.pool import hbase_pool, table_opener
+from profile_store.hbase.settings import HBaseSettings
+from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table
+from profile_store.service.app import create_app
+from profile_store.service.routes.erasure import ERASURE_PATH, ErasureDesk
+from profile_store.service.tenants import Tenants
 
 SHOP_KEY = "shop-key-0123456789abcdef"
 ADMIN_KEY = "admin-key-0123456789abcdef"

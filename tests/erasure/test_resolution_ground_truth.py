@@ -23,7 +23,8 @@ from profile_store.erasure.resolution import IdentityGraph
 from profile_store.generator import catalog
 from profile_store.generator.lake import generate_lake
 from profile_store.identity.pipeline import latest_assignment_dir
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.storage import LocalLakeStorage
+from resources.identity import IdentityResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
@@ -39,6 +40,7 @@ def lake(spark, tmp_path_factory):
     resources = {
         "spark": spark_resource_from_env({"SPARK_SHUFFLE_PARTITIONS": "2"}),
         "lake": LakeResource(root=str(root)),
+        "identity": IdentityResource(),
     }
     instance = DagsterInstance.ephemeral()
     for day in DAYS:

@@ -8,9 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 from test_ingest import DAY, event, lines, write_landing
 
-from profile_store.erasure.suppression import add_to_list
 from profile_store.events.ingest import ingest_day
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.storage import LocalLakeStorage
+from profile_store.suppression.salted_digests import add_to_list
 
 IDFA = "6d9f1c2a-ab12-4e0f-9a7b-0c1d2e3f4a5b"
 GAID = "1A2B3C4D-AB12-4E0F-9A7B-0C1D2E3F4A5B"

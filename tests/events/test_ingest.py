@@ -11,8 +11,8 @@ import pytest
 from profile_store.events.ingest import ingest_day
 from profile_store.events.schema import EVENT_COLUMNS
 from profile_store.events.validation import ValidationRules
-from profile_store.lake_layout import landing_day
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.layout import landing_day
+from profile_store.lake.storage import LocalLakeStorage
 
 DAY = date(2026, 11, 1)
 

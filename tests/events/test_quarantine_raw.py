@@ -12,10 +12,10 @@ from test_ingest import DAY, event, write_landing
 
 from profile_store.events.ingest import ingest_day
 from profile_store.events.raw_lines import MAX_STRING_CHARACTERS, names_any
+from profile_store.events.rules import MAX_RAW_BYTES, ValidationRules
 from profile_store.events.schema import QUARANTINE_COLUMNS, QUARANTINE_SCHEMA
-from profile_store.events.validation import MAX_RAW_BYTES, ValidationRules
-from profile_store.lake_layout import landing_day, quarantine_day
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.layout import landing_day, quarantine_day
+from profile_store.lake.storage import LocalLakeStorage
 
 BOUND = 4096  # the default
 

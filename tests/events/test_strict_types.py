@@ -34,7 +34,7 @@ def quarantine(spark, summary) -> list:
 
 @pytest.fixture
 def storage(tmp_path):
-    from profile_store.lake_storage import LocalLakeStorage
+    from profile_store.lake.storage import LocalLakeStorage
 
     return LocalLakeStorage(tmp_path)
 

@@ -12,8 +12,8 @@ from test_ingest import DAY, event
 
 from profile_store.events.ingest import ingest_day
 from profile_store.events.unreadable_files import TRUNCATED, UNDECODABLE, gzip_problem
-from profile_store.lake_layout import landing_day
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.layout import landing_day
+from profile_store.lake.storage import LocalLakeStorage
 
 GOOD_FILES = 3
 ROWS_PER_FILE = 200

@@ -27,7 +27,7 @@ from gateway_sockets import (
 from thrift_bytes import encoded_call, half_call, put_call
 from thriftpy2.transport import TTransportException
 
-from profile_store.hbase_client import table_opener
+from profile_store.hbase.pool import table_opener
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.hbase_gateway.server import DEFAULT_MAX_CONNECTIONS, GatewayServer
 from profile_store.hbase_gateway.store import Store

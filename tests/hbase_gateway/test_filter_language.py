@@ -10,7 +10,8 @@ from __future__ import annotations
 import pytest
 
 from profile_store.hbase_gateway import filters as fl
-from profile_store.hbase_gateway.filters import Cell, FilterSyntaxError, parse_filter
+from profile_store.hbase_gateway.filter_language import FilterSyntaxError, parse_filter
+from profile_store.hbase_gateway.row_filter import Cell
 
 # ----------------------------------------------------------------- helpers
 
@@ -732,14 +733,14 @@ def test_or_of_row_filters_keeps_rows_matching_either():
 
 
 def test_and_shows_later_filters_only_cells_earlier_ones_included():
-    # HBASE-20565: the paginator counts only the cells that ValueFilter passed.
+    # As in HBase: the paginator counts only the cells that ValueFilter passed.
     row = ("cf:a=y", "cf:b=x", "cf:c=x")
     text = "ValueFilter(=, 'binary:x') AND ColumnPaginationFilter(1, 0)"
     assert one_row(text, *row) == ["cf:b=x"]
 
 
 def test_or_does_not_show_a_filter_the_rest_of_a_column_it_skipped():
-    # HBASE-17678: ColumnPaginationFilter said NEXT_COL for a@2, so it must not count a@1.
+    # As in HBase: ColumnPaginationFilter said NEXT_COL for a@2, so it must not count a@1.
     row = ("cf:a=x@2", "cf:a=y@1", "cf:b=z", "cf:c=z")
     text = "ValueFilter(=, 'binary:y') OR ColumnPaginationFilter(1, 1)"
     assert one_row(text, *row) == ["cf:a=y", "cf:b=z"]

@@ -10,8 +10,8 @@ from pathlib import Path
 import happybase
 import pytest
 
-from profile_store.cli import build_parser
-from profile_store.hbase_gateway import cli as gateway_cli
+from profile_store.cli import hbase_gateway as gateway_cli
+from profile_store.cli.main import build_parser
 from profile_store.hbase_gateway.process import EmbeddedGateway, GatewayStartError
 
 
@@ -84,7 +84,7 @@ def test_gateway_exits_when_its_parent_closes_stdin(tmp_path: Path) -> None:
         [
             sys.executable,
             "-m",
-            "profile_store.hbase_gateway",
+            "profile_store.cli.hbase_gateway",
             "--data-dir",
             str(tmp_path),
             "--port",

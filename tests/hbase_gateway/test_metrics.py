@@ -17,7 +17,7 @@ from Hbase_thrift import IOError as ThriftIOError
 from thrift_bytes import encoded_call, read_reply
 from thriftpy2.thrift import TApplicationException
 
-from profile_store.cli import build_parser
+from profile_store.cli.main import build_parser
 from profile_store.hbase_gateway.process import EmbeddedGateway
 
 CALLS = "hbase_gateway_calls_total"

@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from profile_store.hbase_gateway.catalog import CatalogSignal
 from profile_store.hbase_gateway.errors import GatewayIOError
 from profile_store.hbase_gateway.schema import FamilyDescriptor
-from profile_store.hbase_gateway.store import CatalogSignal, Store
+from profile_store.hbase_gateway.store import Store
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from Hbase_thrift import IllegalArgument
 from thrift_bytes import announced_put, encoded_call, framed, read_reply, stream_value
 from thriftpy2.transport import TTransportException
 
-from profile_store.cli import build_parser
+from profile_store.cli.main import build_parser
 from profile_store.hbase_gateway.bounds import DEFAULT_MAX_FRAME_BYTES, DEFAULT_MAX_STRING_BYTES
 from profile_store.hbase_gateway.process import EmbeddedGateway
 

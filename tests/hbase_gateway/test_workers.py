@@ -31,7 +31,7 @@ from gateway_sockets import (
 from Hbase_thrift import IOError as ThriftIOError
 from thriftpy2.transport import TTransportException
 
-from profile_store.cli import build_parser
+from profile_store.cli.main import build_parser
 from profile_store.hbase_gateway.process import EmbeddedGateway, child_pids, pid_alive
 
 

@@ -13,13 +13,13 @@ from scipy.sparse.csgraph import connected_components as scipy_components
 from profile_store.identity import contraction
 from profile_store.identity.components import connected_components, profile_components
 from profile_store.identity.pipeline import EDGES_SCHEMA, update_components
-from profile_store.lake_layout import (
+from profile_store.lake.layout import (
     IDENTITY_EDGES,
     IDENTITY_PROFILES,
     IDENTITY_QUARANTINE,
     day_dir,
 )
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.storage import LocalLakeStorage
 
 D1 = date(2026, 11, 1)
 

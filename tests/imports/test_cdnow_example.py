@@ -22,9 +22,9 @@ import pytest
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.sketch_table import SKETCH_TABLE
 from profile_store.hbase_gateway.process import EmbeddedGateway
-from profile_store.imports.cli import import_source
 from profile_store.imports.mapping import load_mapping
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.imports.source_import import import_source
+from profile_store.lake.storage import LocalLakeStorage
 
 REPO = Path(__file__).resolve().parents[2]
 FIRST, LAST = "1997-01-01", "1997-01-02"

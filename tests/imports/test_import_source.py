@@ -11,10 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from profile_store.events.ingest import ingest_day
-from profile_store.imports.cli import import_source, next_steps
 from profile_store.imports.mapping import parse_mapping
-from profile_store.lake_layout import landing_day
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.imports.source_import import import_source, next_steps
+from profile_store.lake.layout import landing_day
+from profile_store.lake.storage import LocalLakeStorage
 
 CLICKS = """ip,app,device,os,channel,click_time
 83230,3,1,13,379,2017-11-06 14:32:21
@@ -257,7 +257,7 @@ def test_days_inside_the_partitions_need_no_start_date():
 
 
 def test_the_command_names_a_bad_mapping_key_and_exits_2(tmp_path, capsys):
-    from profile_store.cli import main
+    from profile_store.cli.main import main
 
     (tmp_path / "m.yaml").write_text("app_id: app\n")
     code = main(["import", str(tmp_path / "x.csv"), "--mapping", str(tmp_path / "m.yaml")])
@@ -265,8 +265,19 @@ def test_the_command_names_a_bad_mapping_key_and_exits_2(tmp_path, capsys):
     assert "event_type: required" in capsys.readouterr().err
 
 
+def test_the_command_names_a_bad_start_date_and_exits_2(tmp_path, capsys, monkeypatch):
+    from profile_store.cli.main import main
+
+    monkeypatch.setenv("PROFILES_START_DATE", "Nov 1")
+    (tmp_path / "m.json").write_text(json.dumps(CLICK_MAPPING))
+    args = ["import", str(tmp_path / "x.csv"), "--mapping", str(tmp_path / "m.json")]
+    assert main([*args, "--lake", str(tmp_path / "lake")]) == 2
+    assert "PROFILES_START_DATE: expected a date as YYYY-MM-DD" in capsys.readouterr().err
+    assert not (tmp_path / "lake").exists()
+
+
 def test_the_command_names_a_missing_source_and_exits_2(spark, tmp_path, capsys):
-    from profile_store.cli import main
+    from profile_store.cli.main import main
 
     (tmp_path / "m.json").write_text(json.dumps(CLICK_MAPPING))
     missing = str(tmp_path / "nowhere.csv")
@@ -276,7 +287,7 @@ def test_the_command_names_a_missing_source_and_exits_2(spark, tmp_path, capsys)
 
 
 def test_the_command_exits_2_when_no_time_parses_with_the_format(spark, tmp_path, capsys):
-    from profile_store.cli import main
+    from profile_store.cli.main import main
 
     (tmp_path / "clicks.csv").write_text("ip,app,click_time\n1,3,06/11/2017 14:32\n")
     mapping = {**CLICK_MAPPING, "attributes": []}
@@ -313,3 +324,57 @@ def test_ids_of_case_insensitive_kinds_land_in_their_one_spelling(spark, tmp_pat
         ("AB-CD", {"email_sha256": "ef01", "crm_id": "Cust-7"}),
         ("Ab-Cd", {}),
     ]
+
+
+REGISTRY = """record,org_phone,org_address,registered
+r1,+31205550001,street 1,2017-11-06 10:00:00
+r2,+31205550001,street 1,2017-11-06 11:00:00
+"""
+
+REGISTRY_MAPPING = {
+    "app_id": {"value": "registry"},
+    "event_type": {"value": "registered"},
+    "user_id": "record",
+    "id_type": {"value": "cookie"},
+    "event_time": {"column": "registered", "format": "yyyy-MM-dd HH:mm:ss"},
+    "alt_ids": {"phone": "org_phone", "address": "org_address"},
+}
+
+
+def import_registry(tmp_path, monkeypatch, identity_config: str | None) -> int:
+    from profile_store.cli.main import main
+
+    (tmp_path / "registry.csv").write_text(REGISTRY)
+    (tmp_path / "m.json").write_text(json.dumps(REGISTRY_MAPPING))
+    if identity_config is None:
+        monkeypatch.delenv("PROFILES_IDENTITY_CONFIG", raising=False)
+    else:
+        (tmp_path / "identity.yaml").write_text(identity_config)
+        monkeypatch.setenv("PROFILES_IDENTITY_CONFIG", str(tmp_path / "identity.yaml"))
+    args = ["import", str(tmp_path / "registry.csv"), "--mapping", str(tmp_path / "m.json")]
+    return main([*args, "--dry-run", "--lake", str(tmp_path / "lake")])
+
+
+def test_the_import_warns_of_alt_id_kinds_that_bridge_nothing(spark, tmp_path, monkeypatch, capsys):
+    assert import_registry(tmp_path, monkeypatch, None) == 0
+    assert (
+        "profiles import: warning: alt id kinds phone, address are not bridging kinds "
+        "(bridging: email_sha256): they will link nothing; add them to the identity "
+        "configuration"
+    ) in capsys.readouterr().err
+
+
+def test_the_import_names_only_the_kinds_the_identity_configuration_leaves_out(
+    spark, tmp_path, monkeypatch, capsys
+):
+    assert import_registry(tmp_path, monkeypatch, "alt_id_weights: {phone: 0.95}\n") == 0
+    assert "alt id kind address is not a bridging kind (bridging: phone)" in (
+        capsys.readouterr().err
+    )
+
+
+def test_the_import_refuses_a_bad_identity_configuration_before_reading(
+    tmp_path, monkeypatch, capsys
+):
+    assert import_registry(tmp_path, monkeypatch, "alt_id_weights: {phone: 0}\n") == 2
+    assert "alt_id_weights.phone: must be in (0, 1], got 0.0" in capsys.readouterr().err

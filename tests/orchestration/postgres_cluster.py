@@ -9,7 +9,6 @@ refuses to run as root, and the suite runs as root here and in CI: the server th
 
 from __future__ import annotations
 
-import glob
 import os
 import pwd
 import secrets
@@ -22,14 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import psycopg2
+from system_requirements import DEBIAN_POSTGRES_BINDIRS, postgres_bindir
 
-from profile_store.child_processes import free_port
+from profile_store.launchers.child_processes import free_port
 
 MISSING = (
     "PostgreSQL's server binaries (initdb, pg_ctl) are not installed: "
     "install them first (Debian: apt-get install -y postgresql)"
 )
-DEBIAN_BINDIRS = "/usr/lib/postgresql/*/bin"
 SERVER_USER = "postgres"
 SUPERUSER = "postgres"
 
@@ -38,20 +37,12 @@ class PostgresMissing(RuntimeError):
     """The server binaries are not on this machine."""
 
 
-def server_bindir(debian_bindirs: str = DEBIAN_BINDIRS) -> Path:
-    """Where ``initdb`` and ``pg_ctl`` are: on PATH, else Debian's newest
-    ``/usr/lib/postgresql/<version>/bin`` (the package keeps them off PATH)."""
-    on_path = shutil.which("initdb")
-    if on_path and shutil.which("pg_ctl"):
-        return Path(on_path).parent
-    debian = sorted(
-        (Path(p) for p in glob.glob(debian_bindirs)),
-        key=lambda p: int(p.parent.name) if p.parent.name.isdigit() else 0,
-    )
-    for bindir in reversed(debian):
-        if (bindir / "initdb").exists() and (bindir / "pg_ctl").exists():
-            return bindir
-    raise PostgresMissing(MISSING)
+def server_bindir(debian_bindirs: str = DEBIAN_POSTGRES_BINDIRS) -> Path:
+    """Where ``initdb`` and ``pg_ctl`` are (``system_requirements.postgres_bindir``)."""
+    found = postgres_bindir(debian_bindirs)
+    if found is None:
+        raise PostgresMissing(MISSING)
+    return found
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Fixtures of the profile read tests: a real embedded gateway holding ``known_profiles``.
+"""Fixtures of the profile read tests, over the gateway holding ``known_profiles``
+(``profile_gateway`` in ``tests/conftest.py``).
 
 Round trips are counted by ``counted_reader``: it swaps the happybase connection's Thrift client
 for a proxy that records each call. Every call of HBase's Thrift-1 IDL is one request and one
@@ -13,31 +14,12 @@ from collections.abc import Callable, Iterator
 
 import happybase
 import pytest
-from known_profiles import write_profiles
 
-from profile_store.hbase_client import HBaseSettings, hbase_pool, table_opener
+from profile_store.hbase.pool import hbase_pool, table_opener
+from profile_store.hbase.settings import HBaseSettings
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table
-
-
-@pytest.fixture(scope="module")
-def profile_gateway(tmp_path_factory) -> Iterator[EmbeddedGateway]:
-    """An embedded gateway holding the data set, for one test module."""
-    with EmbeddedGateway(tmp_path_factory.mktemp("profiles-hbase")) as gateway:
-        connection = happybase.Connection(**gateway.connection_kwargs())
-        try:
-            ensure_table(connection)
-            write_profiles(connection.table(PROFILE_TABLE))
-        finally:
-            connection.close()
-        yield gateway
-
-
-@pytest.fixture(scope="module")
-def profile_settings(profile_gateway: EmbeddedGateway) -> HBaseSettings:
-    """Settings that reach the module's gateway as an external Thrift server."""
-    return HBaseSettings(host=profile_gateway.host, port=profile_gateway.port)
 
 
 @pytest.fixture(scope="module")

@@ -412,3 +412,20 @@ def test_the_known_key_types_come_from_the_environment_when_listed():
         "member_id",
         "phone_sha256",
     )
+
+
+def test_unlisted_known_key_types_are_the_kinds_the_identity_configuration_bridges(tmp_path):
+    config = tmp_path / "identity.yaml"
+    config.write_text("alt_id_weights: {email_sha256: 0.95, phone: 0.95}\n")
+    assert key_types_from_env({"PROFILES_IDENTITY_CONFIG": str(config)}) == (
+        "member_id",
+        "email_sha256",
+        "phone",
+    )
+
+
+def test_a_bad_identity_configuration_is_an_invalid_request_naming_it(tmp_path):
+    config = tmp_path / "identity.yaml"
+    config.write_text("alt_id_weights: {phone: 3}\n")
+    with pytest.raises(InvalidRequest, match="PROFILES_IDENTITY_CONFIG: .*alt_id_weights.phone"):
+        key_types_from_env({"PROFILES_IDENTITY_CONFIG": str(config)})

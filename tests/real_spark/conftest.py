@@ -14,7 +14,7 @@ import pytest
 from pipeline_runs import DAYS, EVENTS_PER_DAY, PipelineRun, run_pipeline
 
 from profile_store.generator.lake import generate_lake
-from profile_store.lake_layout import LANDING, SUCCESS_MARKER
+from profile_store.lake.layout import LANDING, SUCCESS_MARKER
 
 
 @pytest.fixture(scope="session")

@@ -22,7 +22,7 @@ import happybase
 import pyarrow.parquet as pq
 
 from profile_store.hbase_gateway.process import EmbeddedGateway
-from profile_store.lake_layout import GROUND_TRUTH, LANDING
+from profile_store.lake.layout import GROUND_TRUTH, LANDING
 
 DAYS = ("2026-11-01", "2026-11-02", "2026-11-03")  # the last one without events
 S3_CREDENTIALS = {

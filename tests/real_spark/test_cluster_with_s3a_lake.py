@@ -1,13 +1,13 @@
 """The daily pipeline on a Spark standalone cluster, with its lake on S3 through Hadoop's S3A.
 
-A master and a worker of pyspark's own distribution (``profile_store.spark_standalone``, the
-worker with 2 cores and 2 GiB) run the test days with ``SPARK_MASTER=spark://127.0.0.1:PORT``:
+A master and a worker of pyspark's own distribution (``profile_store.launchers.spark_standalone``,
+the worker with 2 cores and 2 GiB) run the test days with ``SPARK_MASTER=spark://127.0.0.1:PORT``:
 executors in JVMs of their own, Python workers started by them, importing this project and
 writing sketch and profile rows to the run's HBase gateway over the network. The lake is
 ``s3://BUCKET/PREFIX`` on a local moto server, configured only as a user would configure it
 (``PROFILES_LAKE_ROOT``, ``PROFILES_S3_ENDPOINT_URL``, AWS credentials in the environment of the
 driver and of the worker, as an instance role would give them), so ``hadoop-aws`` of pyspark's
-Hadoop comes from Maven Central through the jar cache (``resources.spark_s3a``), is shipped to
+Hadoop comes from Maven Central through the jar cache (``profile_store.spark.s3a``), is shipped to
 the executors, and every Spark read and write (landing files, events, quarantine, attribute
 stats, identity and profile state) goes through S3A, on the driver and on the executors.
 
@@ -31,8 +31,8 @@ from pipeline_runs import (
     s3_client,
 )
 
-from profile_store.lake_layout import GROUND_TRUTH, LANDING
-from profile_store.spark_standalone import SparkStandalone
+from profile_store.lake.layout import GROUND_TRUTH, LANDING
+from profile_store.launchers.spark_standalone import SparkStandalone
 
 BUCKET = "s3a-lake"
 PREFIX = "tenant-a/lake"

@@ -17,9 +17,9 @@ import sys
 import pytest
 from pipeline_runs import S3_CREDENTIALS, s3_client
 
-from profile_store.imports.cli import import_source
 from profile_store.imports.mapping import parse_mapping
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.imports.source_import import import_source
+from profile_store.lake.storage import LocalLakeStorage
 
 BUCKET = "import-on-s3"
 CREDENTIALS = S3_CREDENTIALS

@@ -9,9 +9,9 @@ from collections import defaultdict
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from profile_store.lake_layout import LANDING
-from profile_store.lake_storage import LakeStorage
-from profile_store.landing_watch import is_landing_data
+from profile_store.lake.landing_watch import is_landing_data
+from profile_store.lake.layout import LANDING
+from profile_store.lake.storage import LakeStorage
 
 
 def event_line(event_id: str, event_time: str, user: str = "u1", event_type: str = "open") -> bytes:

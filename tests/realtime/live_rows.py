@@ -10,6 +10,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
 
+from profile_store.profiles.live_cells import day_end_ms
 from profile_store.profiles.table import (
     ProfileRow,
     lookup_cells,
@@ -17,7 +18,6 @@ from profile_store.profiles.table import (
     profile_cells,
     profile_key,
 )
-from profile_store.realtime.live_cells import day_end_ms
 
 DAY_MS = 86_400_000
 HALF_LIFE_MS = 7 * DAY_MS

@@ -18,8 +18,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from profile_store.event_bus.settings import EventBusSettings  # noqa: E402
-from profile_store.lake_storage import LocalLakeStorage  # noqa: E402
-from profile_store.landing_watch import is_landing_data  # noqa: E402
+from profile_store.lake.landing_watch import is_landing_data  # noqa: E402
+from profile_store.lake.storage import LocalLakeStorage  # noqa: E402
 from profile_store.realtime.lake_sink import LakeSink, LakeSinkConfig  # noqa: E402
 
 

@@ -98,8 +98,14 @@ def test_unset_settings_point_at_the_projects_own_broker():
             {"PROFILES_KAFKA_PARTITIONS": "six"},
             "PROFILES_KAFKA_PARTITIONS: expected a whole number",
         ),
-        ({"PROFILES_KAFKA_PARTITIONS": "0"}, "PROFILES_KAFKA_PARTITIONS: must be at least 1"),
-        ({"PROFILES_KAFKA_REPLICATION_FACTOR": "-1"}, "PROFILES_KAFKA_REPLICATION_FACTOR: must"),
+        (
+            {"PROFILES_KAFKA_PARTITIONS": "0"},
+            "PROFILES_KAFKA_PARTITIONS: expected a whole number >= 1",
+        ),
+        (
+            {"PROFILES_KAFKA_REPLICATION_FACTOR": "-1"},
+            "PROFILES_KAFKA_REPLICATION_FACTOR: expected",
+        ),
         ({"PROFILES_KAFKA_TOPIC": "my events"}, "PROFILES_KAFKA_TOPIC: 'my events' is not"),
         ({"PROFILES_KAFKA_BOOTSTRAP_SERVERS": " "}, "PROFILES_KAFKA_BOOTSTRAP_SERVERS: must not"),
         ({"PROFILES_KAFKA_CONFIG_JSON": "{sasl"}, "PROFILES_KAFKA_CONFIG_JSON: not JSON"),

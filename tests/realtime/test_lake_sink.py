@@ -23,15 +23,15 @@ from landing_files import data_files, drive, event_line, landed, utc_day
 
 from profile_store.event_bus.producer import EventProducer
 from profile_store.event_bus.settings import EventBusSettings
-from profile_store.generator.traffic import keyed_traffic
-from profile_store.lake_storage import LakeStorage, LocalLakeStorage, S3LakeStorage
-from profile_store.landing_watch import changed_days, complete_days
+from profile_store.lake.landing_watch import changed_days, complete_days
+from profile_store.lake.storage import LakeStorage, LocalLakeStorage, S3LakeStorage
 from profile_store.realtime.lake_sink import (
     LakeSink,
     LakeSinkConfig,
     intent_end,
     sink_file_name,
 )
+from profile_store.realtime.traffic import keyed_traffic
 
 REPO = Path(__file__).resolve().parents[2]
 D1, D2 = "2026-11-01", "2026-11-02"
@@ -392,4 +392,4 @@ def test_profiles_stream_lake_sink_refuses_a_bad_setting_naming_it(tmp_path):
         timeout=120,
     )
     assert completed.returncode == 2
-    assert "PROFILES_KAFKA_PARTITIONS: expected a whole number, got 'six'" in completed.stderr
+    assert "PROFILES_KAFKA_PARTITIONS: expected a whole number >= 1, got 'six'" in completed.stderr

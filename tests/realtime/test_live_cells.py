@@ -14,14 +14,11 @@ import pytest
 from live_rows import message
 from pyspark.sql import functions as F
 
-from profile_store.erasure.suppression import Suppression, digest
 from profile_store.event_bus.consumer import MessageBatch
 from profile_store.events.validation import ValidationRules, check_lines, parse_event_time
 from profile_store.generator.lake import generate_lake
 from profile_store.profiles.counters import event_counters
-from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules, segment_hits
-from profile_store.realtime.event_days import event_millis
-from profile_store.realtime.live_cells import (
+from profile_store.profiles.live_cells import (
     Lineage,
     LiveCell,
     LiveCellError,
@@ -32,8 +29,11 @@ from profile_store.realtime.live_cells import (
     merge_counter,
     parse_qualifier,
 )
+from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules, segment_hits
+from profile_store.realtime.event_days import event_millis
 from profile_store.realtime.live_events import parse_events
 from profile_store.realtime.live_updates import lineage_updates
+from profile_store.suppression.salted_digests import Suppression, digest
 
 DAY = 86_400_000
 HALF_LIFE = 7 * DAY

@@ -36,19 +36,19 @@ from profile_store.event_bus.producer import EventProducer
 from profile_store.event_bus.settings import EventBusSettings
 from profile_store.event_bus.topics import ensure_topic
 from profile_store.hbase_gateway.process import EmbeddedGateway
+from profile_store.profiles.live_cells import (
+    Lineage,
+    LiveCell,
+    day_end_ms,
+    decode_cell,
+    parse_qualifier,
+)
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.segment_rules import parse_rules
 from profile_store.profiles.table import (
     PROFILE_PREFIX,
     ensure_table,
     profile_key,
-)
-from profile_store.realtime.live_cells import (
-    Lineage,
-    LiveCell,
-    day_end_ms,
-    decode_cell,
-    parse_qualifier,
 )
 from profile_store.realtime.live_profiles import LiveProfiles, LiveProfilesConfig
 

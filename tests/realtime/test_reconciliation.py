@@ -30,8 +30,8 @@ from profile_store.event_bus.settings import EventBusSettings
 from profile_store.event_bus.topics import ensure_topic
 from profile_store.generator.lake import generate_lake
 from profile_store.hbase_gateway.process import EmbeddedGateway
-from profile_store.lake_layout import SUCCESS_MARKER, landing_day
-from profile_store.lake_storage import LocalLakeStorage
+from profile_store.lake.layout import SUCCESS_MARKER, landing_day
+from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.table import PROFILE_TABLE, UNSYNCED, ensure_table, is_live_qualifier
 from profile_store.realtime.event_days import day_text, event_days
 from profile_store.realtime.event_keys import keyed_lines

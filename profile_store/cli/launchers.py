@@ -1,0 +1,86 @@
+"""Real servers in the foreground until Ctrl-C: ``make hbase`` and ``make spark-cluster``.
+
+```
+python -m profile_store.cli.launchers apache-hbase [--data-dir DIR] [--port 9090]
+python -m profile_store.cli.launchers spark-standalone [--work-dir DIR] [--cores 2] [--memory 2g]
+```
+
+Each prints the environment variables that point the pipeline at the server once it is up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import pyspark
+
+from profile_store.launchers.apache_hbase import HBASE_VERSION, ApacheHBase
+from profile_store.launchers.child_processes import wait_for_interrupt
+from profile_store.launchers.spark_standalone import SparkStandalone
+
+
+def run_apache_hbase(args: argparse.Namespace) -> int:
+    started = time.monotonic()
+    with ApacheHBase(args.data_dir, thrift_port=args.port) as hbase:
+        print(
+            f"Apache HBase {hbase.version} up in {time.monotonic() - started:.0f} s "
+            f"(data and logs in {hbase.data_dir}); point the pipeline at it with:\n"
+            + " ".join(f"{k}={v}" for k, v in hbase.environment().items())
+            + "\nCtrl-C stops it.",
+            flush=True,
+        )
+        wait_for_interrupt()
+        print("stopping Apache HBase ...", flush=True)
+    return 0
+
+
+def run_spark_standalone(args: argparse.Namespace) -> int:
+    with SparkStandalone(args.work_dir, cores=args.cores, memory=args.memory) as cluster:
+        print(
+            f"Spark {pyspark.__version__} standalone: master {cluster.master_url}, status page "
+            f"http://127.0.0.1:{cluster.webui_port}/ (logs in {args.work_dir}); run the pipeline "
+            f"on it with:\nSPARK_MASTER={cluster.master_url}\nCtrl-C stops it.",
+            flush=True,
+        )
+        wait_for_interrupt()
+        print("stopping the Spark cluster ...", flush=True)
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m profile_store.cli.launchers",
+        description="Run a real server on this machine until interrupted.",
+    )
+    servers = parser.add_subparsers(dest="server", metavar="SERVER", required=True)
+    hbase = servers.add_parser(
+        "apache-hbase",
+        help=f"Apache HBase {HBASE_VERSION} standalone with its Thrift-1 server",
+        description=f"Run Apache HBase {HBASE_VERSION} standalone with its Thrift-1 server "
+        "until interrupted.",
+    )
+    hbase.add_argument("--data-dir", type=Path, default=Path("data/apache-hbase"))
+    hbase.add_argument("--port", type=int, default=9090, help="Thrift port (default 9090)")
+    hbase.set_defaults(func=run_apache_hbase)
+    spark = servers.add_parser(
+        "spark-standalone",
+        help="a Spark standalone master and worker (pyspark's own)",
+        description="Run a Spark standalone master and worker (pyspark's own) until interrupted.",
+    )
+    spark.add_argument("--work-dir", type=Path, default=Path("data/spark-standalone"))
+    spark.add_argument("--cores", type=int, default=2, help="the worker's cores (default 2)")
+    spark.add_argument("--memory", default="2g", help="the worker's memory (default 2g)")
+    spark.set_defaults(func=run_spark_standalone)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

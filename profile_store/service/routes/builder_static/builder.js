@@ -1,0 +1,839 @@
+// The audience builder: criteria -> a query tree -> live estimate, daily chart, saved audiences.
+//
+// The criteria combine left to right: ((A op B) op C) ..., where op is AND (intersection),
+// OR (union) or AND NOT (difference). Every request goes to this same service with the API
+// key the user entered (kept in sessionStorage, for this tab only).
+"use strict";
+
+const state = {
+  key: "",
+  catalog: null, // GET /v1/discovery/apps
+  attributes: new Map(), // "app\u0000event" -> discovery answer
+  criteria: [], // {id, element}
+  nextId: 1,
+  estimateSeq: 0,
+  saved: [],
+};
+
+const $ = (selector, root = document) => root.querySelector(selector);
+
+function text(tag, content, className) {
+  const element = document.createElement(tag);
+  element.textContent = content;
+  if (className) element.className = className;
+  return element;
+}
+
+function formatCount(value) {
+  return Number(value).toLocaleString("en-US");
+}
+
+async function api(method, path, body) {
+  const options = { method, headers: { "X-API-Key": state.key } };
+  if (body !== undefined) {
+    options.headers["Content-Type"] = "application/json";
+    options.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, options);
+  if (response.status === 204) return null;
+  const answer = await response.json().catch(() => ({ error: "bad_response", message: "not JSON" }));
+  if (!response.ok) {
+    const error = new Error(answer.message || response.statusText);
+    error.status = response.status;
+    error.path = answer.path;
+    error.code = answer.error;
+    throw error;
+  }
+  return answer;
+}
+
+// --- messages ---------------------------------------------------------------------------------
+//
+// What went wrong, said as a marketer would, with what to do next; the API's own words (error
+// code, message, JSON path) stay one click away behind "Technical details".
+
+function dataRange() {
+  const days = (state.catalog && state.catalog.built_days) || [];
+  return days.length ? `${days[0]} to ${days[days.length - 1]}` : null;
+}
+
+function plainError(error) {
+  const range = dataRange();
+  const message = error.message || "";
+  if (error.status === 401) return "This API key was not accepted. Check it and connect again.";
+  if (error.status === 403) return "Your API key does not give access to this app.";
+  if (error.status === 502 || error.status === 503 || error.status === 504) {
+    return "The audience data cannot be reached right now. Try again in a minute; if it lasts, tell your administrator.";
+  }
+  if (error.code === "unanswerable_query") {
+    if (/not built|no day is built/.test(message)) {
+      return range
+        ? `Some of these days have no data yet. Choose days from ${range}.`
+        : "No day has data yet: the daily run has not processed any.";
+    }
+    if (/trimmed or never seen/.test(message)) {
+      return "This filter cannot be used on some of these days (the attribute has too many different values, or was not recorded). Remove the filter or choose other days.";
+    }
+    if (/daily chart covers at most/.test(message)) {
+      return "The daily chart shows at most 92 days. Choose a shorter range.";
+    }
+    return "This audience cannot be counted over these days. Choose other days.";
+  }
+  if (error.code === "invalid_query") {
+    return "This audience is not complete yet. Check the highlighted criterion.";
+  }
+  if (error.code === "duplicate_name") return "An audience with this name exists already. Choose another name.";
+  if (error.code === "segment_taken") return "This segment id is already in use. Choose another segment id.";
+  if (error.code === "concurrent_change") return "Someone else is changing this audience right now. Try again in a moment.";
+  if (error.code === "unknown_audience") return "This audience no longer exists (it was deleted). The list is up to date again.";
+  if (error.status === 400) return "Some of what was entered is not valid. Check the fields and try again.";
+  return "Something went wrong. Try again; if it lasts, tell your administrator.";
+}
+
+// Shows ``error`` (an API error) or a plain ``text`` in ``container``.
+function showMessage(container, error, words) {
+  const plain = text("span", words === undefined ? plainError(error) : words);
+  if (!error) {
+    container.replaceChildren(plain);
+    return;
+  }
+  const details = document.createElement("details");
+  details.className = "technical";
+  const facts = [error.code || `HTTP ${error.status || "?"}`, error.message];
+  if (error.path) facts.push(`at ${error.path}`);
+  details.append(text("summary", "Technical details"), text("code", facts.join(": ")));
+  container.replaceChildren(plain, details);
+}
+
+function clearMessages() {
+  for (const box of document.querySelectorAll(".message")) box.replaceChildren();
+}
+
+// --- connecting -------------------------------------------------------------------------------
+
+async function connect(key) {
+  state.key = key;
+  $("#key-status").textContent = "connecting…";
+  try {
+    state.catalog = await api("GET", "/v1/discovery/apps");
+  } catch (error) {
+    if (error.status === 401) {
+      showMessage($("#key-status"), error, "unknown API key: check it and connect again");
+    } else showMessage($("#key-status"), error);
+    $("#builder").hidden = true;
+    return;
+  }
+  sessionStorage.setItem("apiKey", key);
+  $("#key-status").textContent = `${state.catalog.apps.length} apps`;
+  const select = $("#app");
+  select.replaceChildren(...state.catalog.apps.map((app) => new Option(app.app_id, app.app_id)));
+  $("#data-days").textContent = dataRange()
+    ? `Data ready for ${dataRange()}; later days appear once the daily run has processed them.`
+    : "No day has data yet: the daily run has not processed any.";
+  $("#builder").hidden = false;
+  $("#criteria").replaceChildren();
+  state.criteria = [];
+  if (state.catalog.apps.length) addCriterion();
+  await loadSaved();
+}
+
+function currentApp() {
+  const appId = $("#app").value;
+  return state.catalog.apps.find((app) => app.app_id === appId);
+}
+
+// --- criteria ---------------------------------------------------------------------------------
+
+function addCriterion(preset) {
+  const app = currentApp();
+  if (!app) return;
+  const element = $("#criterion-template").content.firstElementChild.cloneNode(true);
+  const id = state.nextId++;
+  element.dataset.id = id;
+  for (const radio of element.querySelectorAll("input[type=radio]")) radio.name = `mode-${id}`;
+  const events = $(".event-type", element);
+  events.replaceChildren(...app.event_types.map((e) => new Option(e.event_type, e.event_type)));
+  const latest = state.catalog.latest_built_day;
+  for (const picker of element.querySelectorAll(".date-from, .date-to")) {
+    fillDays(picker, latest);
+    // A kept day without data goes once another day is picked: it cannot be picked again.
+    picker.addEventListener("change", () => fillDays(picker, picker.value));
+  }
+  const lastDays = $(".last-days", element);
+  const built = state.catalog.built_days;
+  lastDays.max = String(built.length ? daysBetween(built[0], latest) + 1 : 1);
+  lastDays.value = defaultLastDays(app);
+  for (const control of element.querySelectorAll(".mode-last, .mode-range, .last-days")) {
+    control.addEventListener("input", () => syncDates(element));
+    control.addEventListener("change", () => syncDates(element));
+  }
+  $("#criteria").append(element);
+  state.criteria.push({ id, element });
+  element.addEventListener("input", scheduleEstimate);
+  element.addEventListener("change", scheduleEstimate);
+  events.addEventListener("change", () => {
+    $(".filters", element).replaceChildren();
+    scheduleEstimate();
+  });
+  $(".remove", element).addEventListener("click", () => removeCriterion(id));
+  $(".add-filter", element).addEventListener("click", () => addFilter(element));
+  if (preset) applyPreset(element, preset);
+  syncDates(element);
+  relabel();
+  scheduleEstimate();
+  return element;
+}
+
+function daysBetween(first, last) {
+  return Math.round((Date.parse(last) - Date.parse(first)) / 86400000);
+}
+
+function addDays(day, count) {
+  return new Date(Date.parse(day) + count * 86400000).toISOString().slice(0, 10);
+}
+
+// The days from the first to the latest with data: days without data (a gap) are listed but
+// cannot be picked, and say why; a saved audience's day outside them is kept, marked.
+function fillDays(select, chosen) {
+  const built = new Set(state.catalog.built_days);
+  const days = state.catalog.built_days;
+  const options = [];
+  if (days.length) {
+    for (let day = days[0]; day <= days[days.length - 1]; day = addDays(day, 1)) {
+      const option = new Option(built.has(day) ? day : `${day} (no data)`, day);
+      option.disabled = !built.has(day);
+      options.push(option);
+    }
+  }
+  if (chosen && !options.some((option) => option.value === chosen)) {
+    options.push(new Option(`${chosen} (no data)`, chosen));
+  }
+  select.replaceChildren(...options);
+  if (chosen) select.value = chosen;
+}
+
+// One date mode at a time: the other's fields are disabled. "The last N days with data" is
+// shown as the dates it covers (the engine counts back from the latest day with data).
+function syncDates(element) {
+  const last = $(".mode-last", element).checked;
+  $(".last-days", element).disabled = !last;
+  $(".date-from", element).disabled = last;
+  $(".date-to", element).disabled = last;
+  const span = $(".last-span", element);
+  const latest = state.catalog.latest_built_day;
+  const count = Number($(".last-days", element).value);
+  if (!last || !latest || !(count >= 1)) {
+    span.textContent = "";
+    return;
+  }
+  const first = addDays(latest, -(count - 1));
+  span.textContent = count === 1 ? `= ${latest}` : `= ${first} to ${latest}`;
+}
+
+// A week, or fewer when the app's first built day is more recent: a new criterion answers.
+function defaultLastDays(app) {
+  const latest = state.catalog.latest_built_day;
+  const first = app.event_types.map((e) => e.first_day).sort()[0];
+  if (!latest || !first) return 7;
+  const span = (Date.parse(latest) - Date.parse(first)) / 86400000 + 1;
+  return Math.max(1, Math.min(7, span));
+}
+
+function removeCriterion(id) {
+  const index = state.criteria.findIndex((c) => c.id === id);
+  if (index < 0) return;
+  state.criteria[index].element.remove();
+  state.criteria.splice(index, 1);
+  relabel();
+  scheduleEstimate();
+}
+
+function relabel() {
+  state.criteria.forEach((criterion, index) => {
+    $(".label", criterion.element).textContent = String.fromCharCode(65 + (index % 26));
+    $(".connector", criterion.element).hidden = index === 0;
+  });
+}
+
+async function attributesOf(eventType) {
+  const appId = $("#app").value;
+  const cacheKey = `${appId}\u0000${eventType}`;
+  if (!state.attributes.has(cacheKey)) {
+    const path =
+      `/v1/discovery/apps/${encodeURIComponent(appId)}` +
+      `/event-types/${encodeURIComponent(eventType)}/attributes`;
+    state.attributes.set(cacheKey, api("GET", path));
+  }
+  return state.attributes.get(cacheKey);
+}
+
+// A filter row; with a preset (an opened audience), the row keeps the saved attribute and value
+// even when discovery does not offer them (trimmed, never seen, or discovery failed), so the
+// query shown is the query saved, and the estimate says why it cannot be answered.
+async function addFilter(element, preset) {
+  const eventType = $(".event-type", element).value;
+  const item = document.createElement("li");
+  item.className = "filter";
+  const names = document.createElement("select");
+  names.className = "attribute-name";
+  names.setAttribute("aria-label", "attribute");
+  const values = document.createElement("select");
+  values.className = "attribute-value";
+  values.setAttribute("aria-label", "value");
+  const remove = text("button", "✕", "remove-filter");
+  remove.type = "button";
+  remove.setAttribute("aria-label", "remove filter");
+  item.append(names, text("span", " = "), values, remove);
+  $(".filters", element).append(item);
+  remove.addEventListener("click", () => {
+    item.remove();
+    scheduleEstimate();
+  });
+  let discovered;
+  try {
+    discovered = await attributesOf(eventType);
+  } catch (error) {
+    showMessage($(".criterion-error", element), error);
+    discovered = { attributes: [], day: null };
+    if (!preset) return;
+  }
+  let attributes = discovered.attributes;
+  if (preset && !attributes.some((a) => a.name === preset.name)) {
+    attributes = [...attributes, { name: preset.name, values: [] }];
+  }
+  if (!attributes.length) {
+    item.replaceChildren(text("span", `no kept attributes for ${eventType}`, "hint"));
+    return;
+  }
+  const fillValues = () => {
+    const attribute = attributes.find((a) => a.name === names.value) || { values: [] };
+    const options = attribute.values.map(
+      (v) => new Option(`${v.value} (~${formatCount(v.users)} users on ${discovered.day})`, v.value),
+    );
+    const saved = preset && names.value === preset.name ? preset.value : null;
+    if (saved !== null && !attribute.values.some((v) => v.value === saved)) {
+      options.push(new Option(saved, saved));
+    }
+    values.replaceChildren(...options);
+  };
+  names.replaceChildren(...attributes.map((a) => new Option(a.name, a.name)));
+  if (preset) names.value = preset.name;
+  fillValues();
+  if (preset) values.value = preset.value;
+  names.addEventListener("change", () => {
+    fillValues();
+    scheduleEstimate();
+  });
+  scheduleEstimate();
+}
+
+async function applyPreset(element, preset) {
+  $(".connector", element).value = preset.connector || "intersection";
+  const events = $(".event-type", element);
+  if (![...events.options].some((option) => option.value === preset.event_type)) {
+    events.append(new Option(preset.event_type, preset.event_type)); // kept as saved
+  }
+  events.value = preset.event_type;
+  if (preset.last_days) {
+    $(".mode-last", element).checked = true;
+    $(".last-days", element).value = preset.last_days;
+  } else {
+    $(".mode-range", element).checked = true;
+    fillDays($(".date-from", element), preset.date_from);
+    fillDays($(".date-to", element), preset.date_to);
+  }
+  syncDates(element);
+  $(".min-count", element).value = preset.min_count || 1;
+  for (const [name, value] of Object.entries(preset.attributes || {})) {
+    await addFilter(element, { name, value });
+  }
+}
+
+function leafOf(element) {
+  const leaf = { app_id: $("#app").value, event_type: $(".event-type", element).value };
+  if ($(".mode-last", element).checked) {
+    leaf.last_days = Number($(".last-days", element).value);
+  } else {
+    leaf.date_from = $(".date-from", element).value;
+    leaf.date_to = $(".date-to", element).value;
+  }
+  const minCount = Number($(".min-count", element).value);
+  if (minCount > 1) leaf.min_count = minCount;
+  const attributes = {};
+  for (const filter of element.querySelectorAll(".filter")) {
+    const name = $(".attribute-name", filter);
+    const value = $(".attribute-value", filter);
+    if (name && value && name.value) attributes[name.value] = value.value;
+  }
+  if (Object.keys(attributes).length) leaf.attributes = attributes;
+  return leaf;
+}
+
+// The query tree of the criteria, folded left to right; same operators flatten into one node.
+function buildTree() {
+  let tree = null;
+  state.criteria.forEach(({ element }, index) => {
+    const leaf = leafOf(element);
+    if (index === 0) {
+      tree = leaf;
+      return;
+    }
+    const operator = $(".connector", element).value;
+    if (tree[operator]) tree[operator].push(leaf);
+    else tree = { [operator]: [tree, leaf] };
+  });
+  return tree;
+}
+
+// JSON path of each criterion's leaf: the tree's leaves, depth first, are the criteria in order.
+function leafPaths(tree) {
+  const paths = [];
+  const walk = (node, path) => {
+    const operator = ["union", "intersection", "difference"].find((op) => op in node);
+    if (!operator) {
+      paths.push(path);
+      return;
+    }
+    node[operator].forEach((child, i) => walk(child, `${path}.${operator}[${i}]`));
+  };
+  walk(tree, "$");
+  return paths;
+}
+
+function expressionOf() {
+  const words = { intersection: "AND", union: "OR", difference: "AND NOT" };
+  let expression = "";
+  state.criteria.forEach(({ element }, index) => {
+    const label = String.fromCharCode(65 + (index % 26));
+    if (index === 0) expression = label;
+    else {
+      const op = words[$(".connector", element).value];
+      expression = index === 1 ? `${expression} ${op} ${label}` : `(${expression}) ${op} ${label}`;
+    }
+  });
+  return expression;
+}
+
+// --- the live answer --------------------------------------------------------------------------
+
+let estimateTimer = null;
+
+function scheduleEstimate() {
+  clearTimeout(estimateTimer);
+  estimateTimer = setTimeout(runEstimate, 300);
+}
+
+function clearErrors() {
+  for (const { element } of state.criteria) $(".criterion-error", element).replaceChildren();
+  $("#answer-error").replaceChildren();
+}
+
+function showError(error, tree) {
+  const paths = tree ? leafPaths(tree) : [];
+  const where = error.path || "";
+  let index = -1;
+  paths.forEach((path, i) => {
+    if (where === path || where.startsWith(`${path}.`)) index = i;
+  });
+  const box = index >= 0 ? $(".criterion-error", state.criteria[index].element) : $("#answer-error");
+  showMessage(box, error);
+}
+
+async function runEstimate() {
+  $("#expression").textContent = expressionOf();
+  if (!state.criteria.length) return;
+  const tree = buildTree();
+  const seq = ++state.estimateSeq;
+  clearErrors();
+  $("#estimate").classList.add("busy");
+  try {
+    const answer = await api("POST", "/v1/audiences/estimate", tree);
+    if (seq !== state.estimateSeq) return;
+    $("#estimate").textContent = formatCount(answer.estimate);
+    $("#range").textContent = answer.exact
+      ? "exact count"
+      : `95% range ${formatCount(answer.lower_95)} – ${formatCount(answer.upper_95)}`;
+    const first = answer.leaf_dates.map((d) => d.date_from).sort()[0];
+    const last = answer.leaf_dates.map((d) => d.date_to).sort().at(-1);
+    $("#counted-days").textContent = first === last ? `users seen on ${first}` : `users seen from ${first} to ${last}`;
+    $("#warnings").replaceChildren(...answer.warnings.map((w) => text("li", w)));
+    state.lastTree = tree;
+    drawChart(tree, seq);
+  } catch (error) {
+    if (seq !== state.estimateSeq) return;
+    $("#estimate").textContent = "–";
+    $("#range").textContent = "";
+    $("#counted-days").textContent = "";
+    $("#warnings").replaceChildren();
+    $("#chart").replaceChildren();
+    showError(error, tree);
+  } finally {
+    if (seq === state.estimateSeq) $("#estimate").classList.remove("busy");
+  }
+}
+
+const SVG = "http://www.w3.org/2000/svg";
+
+function svg(tag, attributes, content) {
+  const element = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, value);
+  if (content !== undefined) element.textContent = content;
+  return element;
+}
+
+async function drawChart(tree, seq) {
+  let answer;
+  try {
+    answer = await api("POST", "/v1/audiences/daily", tree);
+  } catch (error) {
+    if (seq === state.estimateSeq) {
+      const box = text("div", "", "hint");
+      showMessage(box, error);
+      $("#chart").replaceChildren(box);
+    }
+    return;
+  }
+  if (seq !== state.estimateSeq) return;
+  const days = answer.days;
+  const width = 560;
+  const height = 160;
+  const top = Math.max(1, ...days.map((d) => d.upper_95));
+  const step = width / Math.max(days.length, 1);
+  const chart = svg("svg", {
+    viewBox: `0 -16 ${width} ${height + 46}`,
+    class: "daily-chart",
+    role: "img",
+    "aria-labelledby": "chart-title",
+    "aria-describedby": "chart-caption",
+  });
+  days.forEach((d, i) => {
+    const x = i * step;
+    const barHeight = (d.estimate / top) * height;
+    const bar = svg("rect", {
+      x: x + step * 0.15,
+      y: height - barHeight,
+      width: step * 0.7,
+      height: barHeight,
+      class: "bar",
+      "data-day": d.day,
+      "data-estimate": d.estimate,
+    });
+    bar.append(svg("title", {}, `${d.day}: ${formatCount(d.estimate)} users (95% ${formatCount(d.lower_95)}–${formatCount(d.upper_95)})`));
+    chart.append(bar);
+    const center = x + step / 2;
+    chart.append(
+      svg("line", {
+        x1: center,
+        x2: center,
+        y1: height - (d.lower_95 / top) * height,
+        y2: height - (d.upper_95 / top) * height,
+        class: "whisker",
+      }),
+    );
+    if (days.length <= 14 || i % Math.ceil(days.length / 10) === 0) {
+      chart.append(svg("text", { x: center, y: height + 18, class: "tick" }, d.day.slice(5)));
+      chart.append(
+        svg("text", { x: center, y: height - barHeight - 4, class: "value" }, formatCount(d.estimate)),
+      );
+    }
+  });
+  $("#chart").replaceChildren(chart);
+}
+
+// --- saved audiences and overlaps -------------------------------------------------------------
+
+async function loadSaved() {
+  const answer = await api("GET", "/v1/audiences/saved");
+  state.saved = answer.audiences;
+  const body = $("#saved-list tbody");
+  body.replaceChildren(
+    ...state.saved.map((audience) => {
+      const row = document.createElement("tr");
+      row.dataset.id = audience.id;
+      const pick = document.createElement("input");
+      pick.type = "checkbox";
+      pick.className = "compare";
+      pick.setAttribute("aria-label", `compare ${audience.name}`);
+      pick.addEventListener("change", updateOverlapButton);
+      const name = text("td", audience.name, "name");
+      const activation = document.createElement("td");
+      activation.append(activationControls(audience));
+      const actions = document.createElement("td");
+      for (const [label, handler] of [
+        ["Open", () => openSaved(audience)],
+        ["Rename", () => renameSaved(audience)],
+        ["Delete", () => deleteSaved(audience)],
+      ]) {
+        const button = text("button", label, label.toLowerCase());
+        button.type = "button";
+        button.setAttribute("aria-label", `${label} ${audience.name}`);
+        button.addEventListener("click", handler);
+        actions.append(button);
+      }
+      const cell = document.createElement("td");
+      cell.append(pick);
+      row.append(cell, name, activation, actions);
+      return row;
+    }),
+  );
+  updateOverlapButton();
+}
+
+function activationControls(audience) {
+  const box = document.createElement("div");
+  box.className = "activation";
+  const current = audience.activation;
+  const segment = document.createElement("input");
+  segment.className = "segment";
+  segment.placeholder = "segment id";
+  segment.maxLength = 64;
+  segment.setAttribute("aria-label", `segment id of ${audience.name}`);
+  segment.value = current ? current.segment : "";
+  // Wide enough for the whole id (monospace: one column per character).
+  const fit = () => {
+    segment.size = Math.max(16, segment.value.length + 1);
+  };
+  fit();
+  segment.addEventListener("input", fit);
+  const ttl = document.createElement("input");
+  ttl.type = "number";
+  ttl.className = "ttl";
+  ttl.min = "1";
+  ttl.setAttribute("aria-label", `days a member keeps the segment of ${audience.name}`);
+  ttl.value = current ? current.ttl_days : 30;
+  const active = Boolean(current && current.active);
+  const toggle = text("button", active ? "Deactivate" : "Activate", "activate");
+  toggle.type = "button";
+  toggle.setAttribute("aria-label", `${active ? "Deactivate" : "Activate"} ${audience.name}`);
+  const status = text("div", "", "error message");
+  status.setAttribute("role", "status");
+  toggle.addEventListener("click", async () => {
+    if (
+      active &&
+      !confirm(
+        `Deactivate "${audience.name}"? Profiles stop getting segment ${current.segment} from ` +
+          `the next daily run; members keep it until their ${current.ttl_days} days run out.`,
+      )
+    ) {
+      return;
+    }
+    try {
+      await api("PATCH", `/v1/audiences/saved/${audience.id}`, {
+        activation: { segment: segment.value, ttl_days: Number(ttl.value), active: !active },
+      });
+      await loadSaved();
+    } catch (error) {
+      showMessage(status, error);
+    }
+  });
+  const days = text("span", "days");
+  box.append(segment, text("span", "TTL"), ttl, days, toggle, status);
+  return box;
+}
+
+function updateOverlapButton() {
+  const picked = document.querySelectorAll("#saved-list .compare:checked").length;
+  $("#show-overlap").disabled = picked < 2 || picked > 4;
+}
+
+async function saveCurrent(event) {
+  event.preventDefault();
+  const name = $("#save-name").value;
+  try {
+    await api("POST", "/v1/audiences/saved", { name, query: buildTree() });
+    $("#save-status").textContent = `saved "${name}"`;
+    $("#save-name").value = "";
+    await loadSaved();
+  } catch (error) {
+    showMessage($("#save-status"), error);
+  }
+}
+
+async function renameSaved(audience) {
+  const name = prompt("New name", audience.name);
+  if (!name) return;
+  try {
+    await api("PATCH", `/v1/audiences/saved/${audience.id}`, { name });
+  } catch (error) {
+    showMessage($("#save-status"), error);
+  }
+  await loadSaved();
+}
+
+async function deleteSaved(audience) {
+  const activation = audience.activation;
+  const delivered =
+    activation && activation.active
+      ? ` Profiles stop getting segment ${activation.segment}; members keep it until their ${activation.ttl_days} days run out.`
+      : "";
+  if (!confirm(`Delete "${audience.name}"? This cannot be undone.${delivered}`)) return;
+  try {
+    await api("DELETE", `/v1/audiences/saved/${audience.id}`);
+  } catch (error) {
+    showMessage($("#save-status"), error);
+  }
+  await loadSaved();
+}
+
+// Loads a saved tree back as criteria when it has the shape the builder writes.
+async function openSaved(audience) {
+  const presets = [];
+  const unfold = (node) => {
+    const operator = ["union", "intersection", "difference"].find((op) => op in node);
+    if (!operator) {
+      presets.push({ ...node });
+      return true;
+    }
+    const [first, ...rest] = node[operator];
+    if (!unfold(first)) return false;
+    for (const child of rest) {
+      if (["union", "intersection", "difference"].some((op) => op in child)) return false;
+      presets.push({ ...child, connector: operator });
+    }
+    return true;
+  };
+  if (!unfold(audience.query)) {
+    $("#save-status").textContent =
+      "This audience was made through the API with a shape the builder cannot show: open it with the API.";
+    return;
+  }
+  $("#app").value = presets[0].app_id;
+  $("#criteria").replaceChildren();
+  state.criteria = [];
+  for (const preset of presets) addCriterion(preset);
+}
+
+async function showOverlap() {
+  const ids = [...document.querySelectorAll("#saved-list .compare:checked")].map(
+    (box) => box.closest("tr").dataset.id,
+  );
+  let answer;
+  try {
+    answer = await api("POST", "/v1/audiences/overlap", { ids });
+  } catch (error) {
+    showMessage($("#save-status"), error);
+    return;
+  }
+  $("#overlap").hidden = false;
+  const names = Object.fromEntries(answer.audiences.map((a) => [a.id, a.name]));
+  const rows = [
+    ...answer.audiences.map((a) => [a.name, a]),
+    ...answer.pairs.map((p) => [`${names[p.first]} ∩ ${names[p.second]}`, p]),
+  ];
+  $("#overlap-table tbody").replaceChildren(
+    ...rows.map(([label, value]) => {
+      const row = document.createElement("tr");
+      row.append(
+        text("td", label),
+        text("td", formatCount(value.estimate), "users"),
+        text("td", `${formatCount(value.lower_95)} – ${formatCount(value.upper_95)}`),
+      );
+      return row;
+    }),
+  );
+  drawVenn(answer);
+}
+
+// Circles with areas proportional to the audiences; each pair's distance chosen so that the
+// lens area matches its intersection (exact for two circles, pairwise for more).
+function lensArea(r1, r2, d) {
+  if (d >= r1 + r2) return 0;
+  if (d <= Math.abs(r1 - r2)) return Math.PI * Math.min(r1, r2) ** 2;
+  const a = r1 * r1 * Math.acos((d * d + r1 * r1 - r2 * r2) / (2 * d * r1));
+  const b = r2 * r2 * Math.acos((d * d + r2 * r2 - r1 * r1) / (2 * d * r2));
+  const c = 0.5 * Math.sqrt((-d + r1 + r2) * (d + r1 - r2) * (d - r1 + r2) * (d + r1 + r2));
+  return a + b - c;
+}
+
+function distanceFor(r1, r2, overlap) {
+  let low = Math.abs(r1 - r2);
+  let high = r1 + r2;
+  for (let i = 0; i < 60; i++) {
+    const mid = (low + high) / 2;
+    if (lensArea(r1, r2, mid) > overlap) low = mid;
+    else high = mid;
+  }
+  return (low + high) / 2;
+}
+
+function drawVenn(answer) {
+  const audiences = answer.audiences;
+  const largest = Math.max(1, ...audiences.map((a) => a.estimate));
+  const scale = 70 / Math.sqrt(largest / Math.PI);
+  const radius = audiences.map((a) => Math.sqrt(a.estimate / Math.PI) * scale);
+  const pairOf = (i, j) =>
+    answer.pairs.find(
+      (p) =>
+        (p.first === audiences[i].id && p.second === audiences[j].id) ||
+        (p.first === audiences[j].id && p.second === audiences[i].id),
+    );
+  const centers = [[0, 0]];
+  const areaScale = scale * scale;
+  const d01 = distanceFor(radius[0], radius[1], pairOf(0, 1).estimate * areaScale);
+  centers.push([d01, 0]);
+  for (let k = 2; k < audiences.length; k++) {
+    const d0 = distanceFor(radius[0], radius[k], pairOf(0, k).estimate * areaScale);
+    const d1 = distanceFor(radius[1], radius[k], pairOf(1, k).estimate * areaScale);
+    const x = (d0 * d0 - d1 * d1 + d01 * d01) / (2 * (d01 || 1));
+    const y = Math.sqrt(Math.max(0, d0 * d0 - x * x)) * (k === 2 ? 1 : -1);
+    centers.push([x, y]);
+  }
+  const xs = centers.map(([x], i) => [x - radius[i], x + radius[i]]).flat();
+  const ys = centers.map(([, y], i) => [y - radius[i], y + radius[i]]).flat();
+  const [minX, maxX, minY, maxY] = [Math.min(...xs), Math.max(...xs), Math.min(...ys), Math.max(...ys)];
+  const picture = svg("svg", {
+    viewBox: `${minX - 10} ${minY - 10} ${maxX - minX + 20} ${maxY - minY + 20}`,
+    class: "venn",
+  });
+  const colours = ["#2f6fdf", "#e0742c", "#2ca05a", "#a23cc8"];
+  audiences.forEach((audience, i) => {
+    const [cx, cy] = centers[i];
+    const circle = svg("circle", { cx, cy, r: radius[i], fill: colours[i], class: "set" });
+    circle.append(svg("title", {}, `${audience.name}: ${formatCount(audience.estimate)} users`));
+    picture.append(circle);
+  });
+  const legend = document.createElement("ul");
+  legend.className = "venn-legend";
+  audiences.forEach((audience, i) => {
+    const item = document.createElement("li");
+    const swatch = text("span", "", "swatch");
+    swatch.style.background = colours[i];
+    item.append(swatch, text("span", `${audience.name}: ${formatCount(audience.estimate)} users`));
+    legend.append(item);
+  });
+  $("#venn").replaceChildren(picture, legend);
+}
+
+// --- start ------------------------------------------------------------------------------------
+
+document.addEventListener("DOMContentLoaded", () => {
+  // A message answers the action before it: the next action (a button, a changed field)
+  // clears every message first, so none outlives what it was about. Opening a message's
+  // technical details is no action.
+  const builder = $("#builder");
+  builder.addEventListener(
+    "click",
+    (event) => {
+      if (event.target.closest("button") && !event.target.closest("details")) clearMessages();
+    },
+    true,
+  );
+  builder.addEventListener("change", clearMessages, true);
+  $("#key-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    connect($("#api-key").value.trim());
+  });
+  $("#app").addEventListener("change", () => {
+    $("#criteria").replaceChildren();
+    state.criteria = [];
+    addCriterion();
+  });
+  $("#add-criterion").addEventListener("click", () => addCriterion());
+  $("#save-form").addEventListener("submit", saveCurrent);
+  $("#show-overlap").addEventListener("click", showOverlap);
+  const remembered = sessionStorage.getItem("apiKey");
+  if (remembered) {
+    $("#api-key").value = remembered;
+    connect(remembered);
+  }
+});

@@ -1,0 +1,102 @@
+"""Spark sessions as every process of the project starts them: the pipeline's runs, ``profiles
+import``, the tests and the benchmarks, so that each runs Spark the same way.
+
+``SPARK_MASTER`` picks the cluster (``local[*]`` by default); ``SPARK_CONF_JSON`` adds or
+overrides any setting; a lake (or another source) on S3 read as ``s3a://`` adds the S3A
+connector's settings (``profile_store.spark.s3a``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+
+from profile_store.settings.definitions import SHUFFLE_PARTITIONS
+from profile_store.spark.s3a import s3a_config
+
+LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+
+
+def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) -> dict[str, str]:
+    """Settings every session needs, whatever the master: UTC days and native sketch bytes."""
+    return {
+        "spark.master": master,
+        "spark.app.name": "adtech-profiles",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.shuffle.partitions": str(shuffle_partitions),
+        "spark.sql.adaptive.enabled": "true",
+        # Sketch aggregates keep one sketch object per group; Spark's default falls back to
+        # sorting the task's rows after 128 groups, which a day of audience combinations
+        # (thousands of groups) always hits. Small groups' sketches take a few hundred bytes.
+        "spark.sql.objectHashAggregate.sortBased.fallbackThreshold": "16384",
+        # A day's compaction joins the state with its rewritten members several times; at
+        # Spark's 10 MB default those are shuffled sort-merge joins, at 64 MB the members' side
+        # is broadcast instead, which saves a shuffle of the state per join.
+        "spark.sql.autoBroadcastJoinThreshold": str(64 * 1024 * 1024),
+        "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
+        "spark.ui.showConsoleProgress": "false",
+        "spark.ui.enabled": "false",
+        # The throughput collector: on a few cores G1's concurrent work competes with the
+        # tasks for the same CPUs, and a driver that lives for one run never needs G1's short
+        # pauses.
+        "spark.driver.extraJavaOptions": (
+            f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} -XX:+UseParallelGC"
+        ),
+    }
+
+
+def spark_config_from_env(
+    env: Mapping[str, str] | None = None, also_reads: Sequence[str] = ()
+) -> dict[str, str]:
+    """``SPARK_MASTER`` picks the cluster; ``SPARK_CONF_JSON`` adds or overrides any setting.
+
+    A lake (or a source in ``also_reads``) on S3 adds the S3A connector's settings.
+    """
+    env = dict(os.environ if env is None else env)
+    config = local_spark_config(
+        master=env.get("SPARK_MASTER", "local[*]"),
+        shuffle_partitions=SHUFFLE_PARTITIONS.read(env),
+    )
+    if config["spark.master"].startswith("local"):
+        # Local Python workers run this project's interpreter, whatever is first on PATH.
+        config["spark.pyspark.python"] = sys.executable
+    else:
+        config["spark.ui.enabled"] = "true"
+    config.update(s3a_config(env, also_reads))
+    extra = env.get("SPARK_CONF_JSON")
+    if extra:
+        try:
+            overrides = json.loads(extra)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"SPARK_CONF_JSON: not valid JSON ({error})") from error
+        if not isinstance(overrides, dict):
+            raise ValueError("SPARK_CONF_JSON: expected a JSON object of Spark settings")
+        config.update({str(k): str(v) for k, v in overrides.items()})
+    return config
+
+
+def prepare_local_workers(config: Mapping[str, str]) -> None:
+    """In local mode, what Spark reads from this process's environment rather than ``config``."""
+    if config["spark.master"].startswith("local"):
+        # PySpark picks the local worker interpreter from this variable alone.
+        os.environ.setdefault("PYSPARK_PYTHON", config["spark.pyspark.python"])
+        # Everything stays on this machine: bind to loopback (Spark warns on every start when
+        # the host name resolves to loopback and SPARK_LOCAL_IP is unset).
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+
+
+def spark_session_from_env(
+    env: Mapping[str, str] | None = None, also_reads: Sequence[str] = ()
+) -> SparkSession:
+    """A session (this process's, if one runs) configured by ``spark_config_from_env``."""
+    config = spark_config_from_env(env, also_reads)
+    prepare_local_workers(config)
+    builder = SparkSession.builder
+    for key, value in config.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()

@@ -1,0 +1,134 @@
+"""``profiles run``: which days it runs, and what it refuses (runs themselves: tests/real_spark)."""
+
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+from datetime import date
+
+import pytest
+
+from profile_assets.run_days import (
+    DayRun,
+    PartitionOutOfRange,
+    check_partitions,
+    days_between,
+    run_days,
+)
+
+KEYS = ["2026-11-01", "2026-11-02", "2026-11-03"]
+
+
+def test_a_range_is_every_day_from_first_to_last():
+    assert days_between(date(2026, 11, 1), date(2026, 11, 3)) == [
+        date(2026, 11, 1),
+        date(2026, 11, 2),
+        date(2026, 11, 3),
+    ]
+
+
+def test_a_range_that_ends_before_it_starts_is_refused():
+    with pytest.raises(PartitionOutOfRange, match="LAST_DAY 2026-11-01 is before DAY 2026-11-03"):
+        days_between(date(2026, 11, 3), date(2026, 11, 1))
+
+
+def test_days_outside_the_partitions_are_named_with_the_setting_to_change():
+    with pytest.raises(PartitionOutOfRange) as refused:
+        check_partitions([date(2017, 11, 6), date(2026, 11, 2)], KEYS)
+    message = str(refused.value)
+    assert message.startswith(
+        "2017-11-06: not a day partition (partitions: 2026-11-01 .. 2026-11-03)"
+    )
+    assert "PROFILES_START_DATE" in message
+
+
+def test_the_command_refuses_a_day_before_the_first_partition_with_exit_2(tmp_path):
+    completed = subprocess.run(
+        [sys.executable, "-m", "profile_store.cli", "run", "2017-11-06"],
+        cwd=tmp_path,
+        env={**os.environ, "PROFILES_START_DATE": "2026-11-01"},
+        capture_output=True,
+        text=True,
+    )
+    assert completed.returncode == 2
+    assert "2017-11-06: not a day partition" in completed.stderr
+    assert not (tmp_path / ".dagster_home").exists()  # nothing created for a refused range
+
+
+D1, D2, D3 = date(2026, 11, 1), date(2026, 11, 2), date(2026, 11, 3)
+
+
+def _scripted(failures: dict[date, DayRun]):
+    """A day runner answering from ``failures`` (every other day succeeds), recording the days
+    it was asked to run."""
+    asked: list[date] = []
+
+    def run_day(day: date) -> DayRun:
+        asked.append(day)
+        return failures.get(day, DayRun(day, f"run-{day}"))
+
+    return run_day, asked
+
+
+def test_every_day_of_a_range_that_succeeds_runs_and_exits_0():
+    run_day, asked = _scripted({})
+    assert run_days([D1, D2, D3], run_day, keep_going=False, out=io.StringIO()) == 0
+    assert asked == [D1, D2, D3]
+
+
+def test_the_first_failed_day_stops_the_range_and_names_the_days_left_unrun():
+    failure = DayRun(D1, "run-a", failed_checks=["raw_events_ids"])
+    run_day, asked = _scripted({D1: failure})
+    out = io.StringIO()
+    assert run_days([D1, D2, D3], run_day, keep_going=False, out=out) == 1
+    assert asked == [D1]
+    lines = out.getvalue().splitlines()
+    assert "2026-11-01: run run-a FAILED, check failed: raw_events_ids" in lines[1]
+    assert lines[2].startswith("not run: 2026-11-02 .. 2026-11-03 (2 days)")
+    assert "profiles run 2026-11-01 2026-11-03" in lines[2]
+
+
+def test_keep_going_runs_every_day_and_lists_each_failed_day_with_its_steps_and_checks():
+    failures = {
+        D1: DayRun(D1, "run-a", succeeded=False, failed_steps=["audience_sketches"]),
+        D3: DayRun(D3, "run-c", failed_checks=["raw_events_ids", "profiles_masters"]),
+    }
+    run_day, asked = _scripted(failures)
+    out = io.StringIO()
+    assert run_days([D1, D2, D3], run_day, keep_going=True, out=out) == 1
+    assert asked == [D1, D2, D3]
+    summary = out.getvalue().split("2 of 3 days failed:\n")[1].splitlines()
+    assert summary == [
+        "  2026-11-01: run run-a, step failed: audience_sketches",
+        "  2026-11-03: run run-c, checks failed: raw_events_ids, profiles_masters",
+    ]
+
+
+def test_a_failure_on_the_last_day_names_no_unrun_days():
+    run_day, _ = _scripted({D2: DayRun(D2, "run-b", failed_checks=["raw_events_ids"])})
+    out = io.StringIO()
+    assert run_days([D1, D2], run_day, keep_going=False, out=out) == 1
+    assert "not run" not in out.getvalue()
+
+
+def test_a_run_that_failed_before_any_step_is_a_failed_day():
+    failure = DayRun(D1, "run-a", succeeded=False)
+    assert failure.failed
+    assert failure.failures() == "the run failed before any step (see its logs)"
+
+
+def test_a_real_range_whose_first_day_fails_names_the_failed_step_and_the_unrun_day(tmp_path):
+    not_a_lake = tmp_path / "not-a-lake"
+    not_a_lake.write_text("a file where the lake's directory should be")
+    completed = subprocess.run(
+        [sys.executable, "-m", "profile_store.cli", "run", "2026-11-01", "2026-11-02"],
+        cwd=tmp_path,
+        env={**os.environ, "PROFILES_LAKE_ROOT": str(not_a_lake)},
+        capture_output=True,
+        text=True,
+    )
+    assert completed.returncode == 1
+    assert "FAILED, step failed: raw_events" in completed.stdout
+    assert "not run: 2026-11-02 (1 day)" in completed.stdout

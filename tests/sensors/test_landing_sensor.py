@@ -1,0 +1,146 @@
+"""The landing sensor requests exactly the day partitions whose complete files changed."""
+
+from __future__ import annotations
+
+import json
+import os
+
+from dagster import (
+    DagsterInstance,
+    MaterializeResult,
+    SkipReason,
+    asset,
+    build_sensor_context,
+    materialize,
+)
+
+from profile_assets.automation import WHOLE_DAY_RUN_TAGS
+from profile_assets.partitions import daily_partitions
+from profile_store.erasure.lake_rewrite import LANDING_REWRITES
+from profile_store.lake.landing_watch import complete_days
+from profile_store.lake.layout import day_dir
+from profile_store.lake.storage import LocalLakeStorage
+from resources.lake import LakeResource
+from sensors.landing import landing_sensor
+
+
+def land(root, day: str, part: int, mtime: float) -> None:
+    directory = root / "landing" / f"date={day}"
+    directory.mkdir(parents=True, exist_ok=True)
+    data = directory / f"part-{part:05d}.jsonl.gz"
+    data.write_bytes(b"{}")
+    os.utime(data, (mtime, mtime))
+    marker = directory / "_SUCCESS"
+    marker.write_bytes(b"")
+    os.utime(marker, (mtime + 1, mtime + 1))
+
+
+def evaluate(root, cursor=None, instance=None):
+    with instance or DagsterInstance.ephemeral() as instance:
+        context = build_sensor_context(
+            instance=instance, cursor=cursor, resources={"lake": LakeResource(root=str(root))}
+        )
+        result = list(landing_sensor(context) or [])
+        return result, context.cursor
+
+
+def ingest_in_a_run(instance, day: str, digest: str, succeed: bool = True) -> None:
+    """A run (not the sensor's) whose raw_events of ``day`` read files with ``digest``; with
+    ``succeed=False`` a later step of the run fails."""
+
+    @asset(name="raw_events", partitions_def=daily_partitions)
+    def stand_in():
+        return MaterializeResult(metadata={"landing_digest": digest})
+
+    @asset(deps=[stand_in], partitions_def=daily_partitions)
+    def downstream():
+        if not succeed:
+            raise RuntimeError("a step after raw_events failed")
+
+    materialize([stand_in, downstream], partition_key=day, instance=instance, raise_on_error=False)
+
+
+def test_each_new_complete_day_gets_one_run_request(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    land(tmp_path, "2026-11-02", 0, 100)
+    requests, cursor = evaluate(tmp_path)
+    assert [r.partition_key for r in requests] == ["2026-11-01", "2026-11-02"]
+    assert set(json.loads(cursor)) == {"2026-11-01", "2026-11-02"}
+
+
+def test_its_runs_are_tagged_as_whole_day_runs(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    (request,) = evaluate(tmp_path)[0]
+    assert WHOLE_DAY_RUN_TAGS.items() <= request.tags.items()
+
+
+def test_files_seen_once_never_trigger_again(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    _, cursor = evaluate(tmp_path)
+    requests, _ = evaluate(tmp_path, cursor)
+    assert len(requests) == 1 and isinstance(requests[0], SkipReason)
+
+
+def test_late_data_for_an_old_day_triggers_that_day_only(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    land(tmp_path, "2026-11-02", 0, 100)
+    _, cursor = evaluate(tmp_path)
+    land(tmp_path, "2026-11-01", 1, 500)
+    requests, _ = evaluate(tmp_path, cursor)
+    assert [r.partition_key for r in requests] == ["2026-11-01"]
+    assert requests[0].run_key.startswith("2026-11-01:")
+
+
+def test_a_day_that_is_not_a_partition_yet_is_retried_later(tmp_path):
+    land(tmp_path, "2099-01-01", 0, 100)
+    requests, cursor = evaluate(tmp_path)
+    assert requests == []
+    assert "2099-01-01" not in json.loads(cursor or "{}")
+
+
+def test_days_a_successful_run_ingested_from_the_same_files_are_not_run_again(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    land(tmp_path, "2026-11-02", 0, 100)
+    digests = {
+        day: entry.digest for day, entry in complete_days(LocalLakeStorage(tmp_path)).items()
+    }
+    with DagsterInstance.ephemeral() as instance:
+        ingest_in_a_run(instance, "2026-11-01", digests["2026-11-01"])
+        requests, cursor = evaluate(tmp_path, instance=instance)
+    assert [r.partition_key for r in requests] == ["2026-11-02"]
+    assert set(json.loads(cursor)) == {"2026-11-01", "2026-11-02"}
+
+
+def test_a_day_whose_files_changed_after_its_run_is_run_again(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    digest = complete_days(LocalLakeStorage(tmp_path))["2026-11-01"].digest
+    land(tmp_path, "2026-11-01", 1, 500)
+    with DagsterInstance.ephemeral() as instance:
+        ingest_in_a_run(instance, "2026-11-01", digest)
+        requests, _ = evaluate(tmp_path, instance=instance)
+    assert [r.partition_key for r in requests] == ["2026-11-01"]
+
+
+def test_a_day_whose_run_failed_is_run_again(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    digest = complete_days(LocalLakeStorage(tmp_path))["2026-11-01"].digest
+    with DagsterInstance.ephemeral() as instance:
+        ingest_in_a_run(instance, "2026-11-01", digest, succeed=False)
+        requests, _ = evaluate(tmp_path, instance=instance)
+    assert [r.partition_key for r in requests] == ["2026-11-01"]
+
+
+def test_a_day_whose_files_the_erasure_step_rewrote_is_not_run_again(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    _, cursor = evaluate(tmp_path)
+    storage = LocalLakeStorage(tmp_path)
+    before = complete_days(storage)["2026-11-01"].digest
+    # The same file, rewritten shorter (without a person's lines), then its marker again.
+    (tmp_path / "landing" / "date=2026-11-01" / "part-00000.jsonl.gz").write_bytes(b"")
+    (tmp_path / "landing" / "date=2026-11-01" / "_SUCCESS").write_bytes(b"")
+    digest = complete_days(storage)["2026-11-01"].digest
+    assert digest != before
+    storage.write_bytes(day_dir(LANDING_REWRITES, "2026-11-01"), digest.encode())
+    requests, cursor = evaluate(tmp_path, cursor)
+    assert requests == []
+    assert json.loads(cursor)["2026-11-01"] == digest
