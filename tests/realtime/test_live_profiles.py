@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -548,6 +549,56 @@ def test_profiles_stream_live_profiles_feeds_the_cli_and_http_reads_until_sigter
         "click": pytest.approx(1.0, rel=1e-3),
         "purchase": pytest.approx(1.0, rel=1e-3),
     }
+
+
+def test_profiles_stream_live_profiles_serves_its_lag_events_and_batch_time(
+    bus, connection, gateway, tmp_path
+):
+    prefix = f"met{os.getpid()}"
+    ensure_table(connection, f"{prefix}_profiles")
+    hbase = ["--hbase-host", "127.0.0.1", "--hbase-port", str(gateway.port)]
+    hbase += ["--hbase-table-prefix", prefix, "--group-id", f"metrics-{bus.topic}"]
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "PROFILES_KAFKA_BOOTSTRAP_SERVERS": bus.bootstrap_servers,
+        "PROFILES_KAFKA_TOPIC": bus.topic,
+    }
+    log = tmp_path / "live.log"
+    at = recent_ms(30)
+    send(bus, [message("m1", "d1", at), message("m2", "d2", at, "purchase")])
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            live_command(tmp_path, *hbase, "--metrics-port", "0"),
+            cwd=tmp_path,
+            env=env,
+            stderr=out,
+        )
+    text = ""
+    try:
+        port: re.Match | None = None
+
+        def scraped() -> bool:
+            nonlocal text, port
+            port = port or re.search(r"metrics on http://127\.0\.0\.1:(\d+)/", log.read_text())
+            if process.poll() is not None or port is None:
+                return process.poll() is not None
+            text = httpx.get(f"http://127.0.0.1:{port.group(1)}/metrics", timeout=30).text
+            return metric(text, "events_total") == 2 and metric(text, "lag_messages") == 0
+
+        drive(lambda: time.sleep(0.3), scraped)
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=120) == 0, log.read_text()
+        connection.delete_table(f"{prefix}_profiles", disable=True)
+    assert metric(text, "events_total") == 2, log.read_text()
+    assert metric(text, "lag_messages") == 0
+    assert metric(text, "write_seconds_count") >= 1
+
+
+def metric(text: str, name: str) -> float | None:
+    found = re.search(rf"^profiles_live_profiles_{name} (\S+)$", text, re.MULTILINE)
+    return float(found.group(1)) if found else None
 
 
 def test_profiles_stream_live_profiles_refuses_a_bad_rule_naming_it(tmp_path):
