@@ -38,6 +38,7 @@ from profile_store.realtime.event_keys import keyed_lines
 from profile_store.realtime.lake_sink import LakeSink, LakeSinkConfig
 from profile_store.realtime.live_profiles import LiveProfiles, LiveProfilesConfig
 from resources.hbase import HBaseResource
+from resources.identity import IdentityResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
@@ -75,6 +76,7 @@ class DailyRun:
             "spark": spark_resource_from_env({}),
             "lake": LakeResource(root=str(root)),
             "hbase": HBaseResource(host=gateway.host, port=gateway.port),
+            "identity": IdentityResource(),
         }
         self.instance = DagsterInstance.ephemeral()
 
