@@ -10,9 +10,6 @@ assignment from every surviving edge up to that day).
 from datetime import date
 
 from dagster import (
-    AssetCheckResult,
-    AssetCheckSeverity,
-    AssetCheckSpec,
     AssetDep,
     AssetExecutionContext,
     Config,
@@ -24,36 +21,10 @@ from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
 
 from profile_assets.partitions import daily_partitions, previous_day
-from profile_store.identity.pipeline import EdgesSummary, build_day_edges, update_components
-from profile_store.identity.rules import BridgingRules
+from profile_store.identity.pipeline import build_day_edges, update_components
 from profile_store.identity.settings import non_bridging_message
 from resources.identity import IdentityResource
 from resources.lake import LakeResource
-
-BRIDGING_KINDS_CHECK = "identity_bridging_kinds"
-
-
-def bridging_kinds_result(summary: EdgesSummary, rules: BridgingRules) -> AssetCheckResult:
-    """A warning when ids of a kind the rules do not bridge came in: they link nothing."""
-    unused = summary.non_bridging_alt_id_kinds
-    metadata = {
-        "alt_id_kinds": MetadataValue.json(summary.alt_id_kinds),
-        "bridging_alt_id_kinds": MetadataValue.json(list(rules.bridging_alt_id_kinds)),
-    }
-    if not unused:
-        return AssetCheckResult(
-            passed=True,
-            description="every alternate id kind of the day bridges"
-            if summary.alt_id_kinds
-            else "no alternate id in the day's events",
-            metadata=metadata,
-        )
-    return AssetCheckResult(
-        passed=False,
-        severity=AssetCheckSeverity.WARN,
-        description=non_bridging_message(list(unused), rules),
-        metadata={**metadata, "non_bridging_alt_id_kinds": MetadataValue.json(unused)},
-    )
 
 
 @asset(
@@ -61,14 +32,6 @@ def bridging_kinds_result(summary: EdgesSummary, rules: BridgingRules) -> AssetC
     group_name="identity",
     kinds={"spark", "parquet"},
     deps=["raw_events", AssetDep("identity_edges", partition_mapping=previous_day)],
-    check_specs=[
-        AssetCheckSpec(
-            BRIDGING_KINDS_CHECK,
-            asset="identity_edges",
-            description="Warns when the day's events carry an alternate id kind that the "
-            "identity configuration does not bridge: those ids link nothing.",
-        )
-    ],
     description=(
         "The day's bridging edges between profiles (same member_id, same alternate id, optional "
         "fuzzy IP/24 + user agent), a star to each key's first-seen profile, in "
@@ -91,11 +54,11 @@ def identity_edges(
         f"{day}: {summary.edges:,} edges over {summary.profiles:,} profiles, "
         f"{summary.quarantined_keys:,} keys quarantined {summary.quarantined_by_reason}"
     )
-    check = bridging_kinds_result(summary, rules)
-    if not check.passed:
-        context.log.warning(f"{day}: {check.description}")
+    if summary.non_bridging_alt_id_kinds:
+        context.log.warning(
+            f"{day}: {non_bridging_message(list(summary.non_bridging_alt_id_kinds), rules)}"
+        )
     return MaterializeResult(
-        check_results=[check],
         metadata={
             "dagster/row_count": summary.edges,
             "edges_by_rule": MetadataValue.json(summary.edges_by_rule),

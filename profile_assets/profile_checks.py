@@ -7,6 +7,7 @@ from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
     AssetCheckSeverity,
+    AssetRecordsFilter,
     Config,
     MetadataValue,
     asset_check,
@@ -16,11 +17,13 @@ from pydantic import Field
 from pyspark.sql import functions as F
 
 from profile_assets.check_results import nothing_to_judge, problems_found
-from profile_assets.identity_assets import identity_components
+from profile_assets.identity_assets import identity_components, identity_edges
 from profile_assets.partitions import daily_partitions
 from profile_assets.profile_assets import compacted_profiles
 from profile_store.identity.pipeline import KEYS_SCHEMA, PROFILES_SCHEMA, read_history
 from profile_store.identity.quality import identity_quality
+from profile_store.identity.rules import BridgingRules
+from profile_store.identity.settings import non_bridging_message
 from profile_store.lake.layout import (
     GROUND_TRUTH,
     IDENTITY_COMPONENTS,
@@ -31,9 +34,11 @@ from profile_store.lake.layout import (
 from profile_store.profiles.consistency import component_agreement, master_references
 from profile_store.profiles.table import PROFILE_TABLE
 from resources.hbase import HBaseResource
+from resources.identity import IdentityResource
 from resources.lake import LakeResource
 
 IDENTITIES = f"{GROUND_TRUTH}/identities.parquet"
+BRIDGING_KINDS_CHECK = "identity_bridging_kinds"
 
 
 class IdentityQualityConfig(Config):
@@ -168,7 +173,57 @@ def profiles_compaction_agreement(
     )
 
 
+def bridging_kinds_result(
+    alt_id_kinds: dict[str, int], non_bridging: dict[str, int], rules: BridgingRules
+) -> AssetCheckResult:
+    """A warning when ids of a kind the rules do not bridge came in: they link nothing."""
+    metadata = {
+        "alt_id_kinds": MetadataValue.json(alt_id_kinds),
+        "bridging_alt_id_kinds": MetadataValue.json(list(rules.bridging_alt_id_kinds)),
+    }
+    if not alt_id_kinds:
+        return nothing_to_judge("no alternate id in the day's events", **metadata)
+    if not non_bridging:
+        return AssetCheckResult(
+            passed=True, description="every alternate id kind of the day bridges", metadata=metadata
+        )
+    return AssetCheckResult(
+        passed=False,
+        severity=AssetCheckSeverity.WARN,
+        description=non_bridging_message(list(non_bridging), rules),
+        metadata={**metadata, "non_bridging_alt_id_kinds": MetadataValue.json(non_bridging)},
+    )
+
+
+# A check of its own, not a check spec of identity_edges: a spec inside a self-dependent
+# daily asset made automation request the asset's previous day with every new one.
+@asset_check(
+    asset=identity_edges,
+    name=BRIDGING_KINDS_CHECK,
+    partitions_def=daily_partitions,
+    description="Warns when the day's events carry an alternate id kind that the identity "
+    "configuration does not bridge: those ids link nothing. Reads the kinds identity_edges "
+    "recorded for the day.",
+)
+def identity_bridging_kinds(
+    context: AssetCheckExecutionContext, identity: IdentityResource
+) -> AssetCheckResult:
+    day = context.partition_key
+    records = context.instance.fetch_materializations(
+        AssetRecordsFilter(asset_key=identity_edges.key, asset_partitions=[day]), limit=1
+    ).records
+    if not records:
+        return nothing_to_judge(f"identity_edges of {day} not materialized")
+    recorded = records[0].asset_materialization.metadata
+    present, non_bridging = (
+        dict(recorded[name].value) if name in recorded else {}
+        for name in ("alt_id_kinds", "non_bridging_alt_id_kinds")
+    )
+    return bridging_kinds_result(present, non_bridging, identity.rules())
+
+
 profile_checks = [
+    identity_bridging_kinds,
     identity_quality_check,
     profiles_master_consistency,
     profiles_compaction_agreement,

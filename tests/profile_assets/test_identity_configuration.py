@@ -11,8 +11,12 @@ import pytest
 from dagster import AssetCheckSeverity, DagsterInstance, materialize
 
 from profile_assets.check_results import NOTHING_TO_JUDGE
-from profile_assets.identity_assets import BRIDGING_KINDS_CHECK, identity_components, identity_edges
-from profile_assets.profile_checks import identity_quality_check
+from profile_assets.identity_assets import identity_components, identity_edges
+from profile_assets.profile_checks import (
+    BRIDGING_KINDS_CHECK,
+    identity_bridging_kinds,
+    identity_quality_check,
+)
 from profile_assets.raw_events import raw_events
 from profile_store.identity.settings import IDENTITY_CONFIG_ENV
 from profile_store.lake.layout import SUCCESS_MARKER, landing_day
@@ -52,7 +56,13 @@ def run_day(root, identity: IdentityResource):
         out.write("\n".join(registry_rows()) + "\n")
     (root / landing_day(DAY) / SUCCESS_MARKER).write_text("")
     result = materialize(
-        [raw_events, identity_edges, identity_components, identity_quality_check],
+        [
+            raw_events,
+            identity_edges,
+            identity_bridging_kinds,
+            identity_components,
+            identity_quality_check,
+        ],
         partition_key=DAY,
         resources={
             "spark": spark_resource_from_env({}),
