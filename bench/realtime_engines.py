@@ -255,20 +255,26 @@ def fill_topic(settings, messages: list[tuple[bytes, bytes]]) -> None:
             producer.send(messages[start : start + 50_000])
 
 
-def produce_at_rate(settings, messages, rate: float, seconds: float, stop: threading.Event):
-    """Send ``rate`` events/s (in 20 slices a second) for ``seconds`` s, without waiting."""
+def rate_producer(settings, **properties):
+    """A producer with the event bus's guarantees that does not wait for each send."""
     from confluent_kafka import Producer
 
-    producer = Producer(
+    return Producer(
         settings.client_config(
             **{
                 "linger.ms": 5,
                 "acks": "all",
                 "enable.idempotence": True,
                 "partitioner": "murmur2_random",
+                **properties,
             }
         )
     )
+
+
+def produce_at_rate(settings, messages, rate: float, seconds: float, stop: threading.Event):
+    """Send ``rate`` events/s (in 20 slices a second) for ``seconds`` s, without waiting."""
+    producer = rate_producer(settings)
     slice_size = max(1, int(rate / 20))
     started = time.monotonic()
     sent = 0

@@ -113,6 +113,7 @@ def compacted_profiles(
             "edge_rows_withdrawn": summary.edges_withdrawn,
             "lookup_rows_written": summary.lookups_written,
             "unsynced_segments_consumed": summary.unsynced_consumed,
+            "live_cells_superseded": summary.live_cells_superseded,
             "profiles_with_segments": summary.profiles_with_segments,
             "segment_members": MetadataValue.json(summary.segment_members),
             "hbase_table": PROFILE_TABLE,

@@ -1,30 +1,51 @@
-"""``profiles stream lake-sink``: the events topic into the lake's landing area, until stopped.
+"""``profiles stream lake-sink`` and ``profiles stream live-profiles``: the events topic into the
+lake's landing area, and into the profile rows in HBase, until stopped.
 
-A long-running process (one or more per topic: they share the work through Kafka's consumer
-group). SIGTERM or Ctrl-C writes and commits what it holds, then exits 0; after a crash, the
-next start finishes the batch that was in progress (``lake_sink``). Exit 1: Kafka or the lake
-failed; 2: a setting is wrong.
+Long-running processes (one or more of each per topic: they share the work through their
+Kafka consumer group). SIGTERM or Ctrl-C finishes the batch in hand, then exits 0; after a
+crash, the next start resumes from the group's committed offsets and writes nothing twice
+(``lake_sink``, ``live_profiles``). Exit 1: Kafka, the lake or HBase failed; 2: a setting is
+wrong.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import signal
 import sys
 import threading
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 from confluent_kafka import KafkaException
 
-from profile_store.cli.argument_types import port_number, positive_number, whole_number
-from profile_store.cli.conventions import EXIT_FAILURE, EXIT_INPUT
+from profile_store.cli.argument_types import (
+    port_number,
+    positive_int,
+    positive_number,
+    whole_number,
+)
+from profile_store.cli.conventions import (
+    EXIT_FAILURE,
+    EXIT_INPUT,
+    HBASE_FAILURES,
+    InputError,
+    add_hbase_options,
+    settings_from_args,
+    shorten_usage,
+)
 from profile_store.event_bus.consumer import ConsumeError
 from profile_store.event_bus.settings import EventBusSettings, EventBusSettingsError
 from profile_store.event_bus.topics import TopicError, ensure_topic
+from profile_store.hbase.pool import hbase_pool, table_opener
 from profile_store.lake.settings import LakeSettings
+from profile_store.profiles.reads import key_types_from_env
+from profile_store.profiles.segment_rules import DEFAULT_RULES, SegmentRuleError, parse_rules
+from profile_store.profiles.table import ensure_table
 from profile_store.realtime.lake_sink import (
     DEFAULT_FLUSH_BYTES,
     DEFAULT_FLUSH_SECONDS,
@@ -34,13 +55,23 @@ from profile_store.realtime.lake_sink import (
     LakeSinkConfig,
     SinkError,
 )
+from profile_store.realtime.live_profiles import (
+    DEFAULT_GROUP_ID as LIVE_GROUP_ID,
+)
+from profile_store.realtime.live_profiles import (
+    LiveJobError,
+    LiveProfiles,
+    LiveProfilesConfig,
+)
 from profile_store.realtime.sink_metrics import ConsumerMetrics
+from profile_store.realtime.stream_lag import group_lag
+from profile_store.suppression.salted_digests import Suppression
 
 logger = logging.getLogger("profile_store.realtime")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register ``profiles stream`` and its ``lake-sink`` command."""
+    """Register ``profiles stream`` and its ``lake-sink`` and ``live-profiles`` commands."""
     parser = subparsers.add_parser(
         "stream",
         help="real-time consumers of the events topic (Kafka)",
@@ -86,28 +117,194 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         default=DEFAULT_FLUSH_BYTES / 2**20,
         help="... or once this many MiB of events are held (default %(default)s)",
     )
-    sink.add_argument(
+    add_metrics_options(sink, "lag, events written, write time")
+    sink.add_argument("--log-level", default="INFO", help="Python logging level (default INFO)")
+    sink.set_defaults(func=run_lake_sink)
+    add_live_parser(commands)
+    return parser
+
+
+def add_live_parser(commands: Any) -> argparse.ArgumentParser:
+    live = commands.add_parser(
+        "live-profiles",
+        help="apply each event to its person's profile rows in HBase within seconds",
+        description="Consume the events topic into the profiles table: each event's id is "
+        "resolved to its person (its row's master and linked ids, or a lookup row of its "
+        "alternate id), the segment rules and decaying counters are applied, and every row of "
+        "the person gets the result, exactly once per event, until the daily run of the "
+        "event's day takes over. The segment rules and half-life must be compacted_profiles'.",
+    )
+    live.add_argument(
+        "--lake",
+        help="lake root holding the erasure suppression list, a directory or s3://bucket/prefix "
+        "(default: PROFILES_LAKE_ROOT, else data/lake)",
+    )
+    live.add_argument(
+        "--group-id",
+        default=LIVE_GROUP_ID,
+        help="Kafka consumer group; its committed offsets are the job's progress "
+        "(default %(default)s)",
+    )
+    live.add_argument(
+        "--segment-rules",
+        metavar="FILE",
+        help="JSON list of segment rules, as compacted_profiles' segment_rules (default: the "
+        "sample apps' rules)",
+    )
+    live.add_argument(
+        "--half-life-days",
+        type=positive_number,
+        default=LiveProfilesConfig.half_life_days,
+        help="half-life of the counters, as compacted_profiles' (default %(default)s)",
+    )
+    live.add_argument(
+        "--max-batch",
+        type=positive_int,
+        default=LiveProfilesConfig.max_poll_messages,
+        help="most messages applied as one batch (default %(default)s)",
+    )
+    add_metrics_options(live, "lag, events applied, batch time")
+    live.add_argument("--log-level", default="INFO", help="Python logging level (default INFO)")
+    add_hbase_options(live)
+    shorten_usage(live)
+    live.set_defaults(func=run_live_profiles)
+    return live
+
+
+def add_metrics_options(parser: argparse.ArgumentParser, measured: str) -> None:
+    parser.add_argument(
         "--metrics-port",
         type=port_number,
-        help="serve Prometheus metrics (lag, events written, write time) at /metrics on this "
-        "port, without a key (0 picks a free one; default: none)",
+        help=f"serve Prometheus metrics ({measured}) at /metrics on this port, without a key "
+        "(0 picks a free one; default: none)",
     )
-    sink.add_argument(
+    parser.add_argument(
         "--metrics-host",
         default="127.0.0.1",
         help="address of the metrics listener (default %(default)s: this machine only)",
     )
-    sink.add_argument("--log-level", default="INFO", help="Python logging level (default INFO)")
-    sink.set_defaults(func=run_lake_sink)
-    return parser
 
 
-def run_lake_sink(args: argparse.Namespace) -> int:
+def _serve_metrics(
+    args: argparse.Namespace, name: str, command: str
+) -> tuple[ConsumerMetrics | None, Any]:
+    """The consumer's metrics and their listener, both None without ``--metrics-port``;
+    raises ``OSError`` naming the port when it cannot be bound."""
+    if args.metrics_port is None:
+        return None, None
+    metrics = ConsumerMetrics(name)
+    try:
+        return metrics, metrics.serve(args.metrics_host, args.metrics_port)
+    except OSError as error:
+        message = f"profiles stream {command}: metrics port {args.metrics_port}: {error}"
+        raise OSError(message) from error
+
+
+def _segment_rules(path: str | None) -> tuple:
+    if path is None:
+        return parse_rules(DEFAULT_RULES)
+    try:
+        listed = json.loads(Path(path).read_text())
+    except OSError as error:
+        raise InputError("invalid_rules", f"--segment-rules {path}: {error.strerror}") from None
+    except ValueError as error:
+        raise InputError("invalid_rules", f"--segment-rules {path}: not JSON ({error})") from None
+    if not isinstance(listed, list) or not all(isinstance(rule, dict) for rule in listed):
+        raise InputError("invalid_rules", f"--segment-rules {path}: expected a JSON list of rules")
+    try:
+        return parse_rules(listed)
+    except SegmentRuleError as error:
+        raise InputError("invalid_rules", f"--segment-rules {path}: {error}") from None
+
+
+def _log_to_stderr(level: str) -> None:
     logging.basicConfig(
-        level=args.log_level.upper(),
+        level=level.upper(),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+
+
+def _stop_on_signals() -> threading.Event:
+    """Set by SIGTERM or Ctrl-C: the loop finishes the batch in hand, then returns."""
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    return stop
+
+
+def run_live_profiles(args: argparse.Namespace) -> int:
+    _log_to_stderr(args.log_level)
+    try:
+        settings = EventBusSettings.from_env()
+        hbase = settings_from_args(args)
+        config = LiveProfilesConfig(
+            group_id=args.group_id,
+            rules=_segment_rules(args.segment_rules),
+            half_life_days=args.half_life_days,
+            key_types=key_types_from_env(),
+            max_poll_messages=args.max_batch,
+        )
+        storage = LakeSettings.from_env(root=args.lake).storage()
+    except InputError as error:
+        print(f"profiles stream live-profiles: {error.message}", file=sys.stderr)
+        return EXIT_INPUT
+    except (EventBusSettingsError, ValueError) as error:
+        print(f"profiles stream live-profiles: {error}", file=sys.stderr)
+        return EXIT_INPUT
+    try:
+        metrics, listener = _serve_metrics(args, "live_profiles", "live-profiles")
+    except OSError as error:
+        print(error, file=sys.stderr)
+        return EXIT_FAILURE
+    stop = _stop_on_signals()
+    try:
+        topic = ensure_topic(settings)
+        with hbase_pool(hbase.with_overrides(pool_size=1)) as pool:
+            with pool.connection() as connection:
+                ensure_table(connection, config.table_name)
+            logger.info(
+                "live profiles: topic %r (%d partitions) on %s into %s table %r, group %r",
+                topic.name,
+                topic.partitions,
+                settings.bootstrap_servers,
+                hbase.describe(),
+                config.table_name,
+                config.group_id,
+            )
+            job = LiveProfiles(
+                settings,
+                table_opener(pool, config.table_name),
+                config,
+                suppression=lambda: Suppression.load(storage),
+                on_written=None if metrics is None else metrics.written,
+            )
+            job.start().run(
+                stop,
+                after_step=None
+                if metrics is None
+                else lambda: metrics.refresh_lag(lambda: group_lag(settings, config.group_id)),
+            )
+    except (
+        TopicError,
+        ConsumeError,
+        LiveJobError,
+        KafkaException,
+        BotoCoreError,
+        ClientError,
+        *HBASE_FAILURES,
+    ) as error:
+        print(f"profiles stream live-profiles: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    finally:
+        if listener is not None:
+            listener.shutdown()
+    logger.info("live profiles stopped: %s", job.progress.summary())
+    return 0
+
+
+def run_lake_sink(args: argparse.Namespace) -> int:
+    _log_to_stderr(args.log_level)
     try:
         settings = EventBusSettings.from_env()
         config = LakeSinkConfig(
@@ -120,20 +317,12 @@ def run_lake_sink(args: argparse.Namespace) -> int:
     except (EventBusSettingsError, ValueError) as error:
         print(f"profiles stream lake-sink: {error}", file=sys.stderr)
         return EXIT_INPUT
-    metrics = ConsumerMetrics("lake_sink") if args.metrics_port is not None else None
-    listener = None
-    if metrics is not None:
-        try:
-            listener = metrics.serve(args.metrics_host, args.metrics_port)
-        except OSError as error:
-            print(
-                f"profiles stream lake-sink: metrics port {args.metrics_port}: {error}",
-                file=sys.stderr,
-            )
-            return EXIT_FAILURE
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+    try:
+        metrics, listener = _serve_metrics(args, "lake_sink", "lake-sink")
+    except OSError as error:
+        print(error, file=sys.stderr)
+        return EXIT_FAILURE
+    stop = _stop_on_signals()
     try:
         topic = ensure_topic(settings)
         logger.info(

@@ -4,7 +4,8 @@ Reads the day's events, the segment feed, the members of activated audiences, th
 ``u:`` cells and the identity graph after the day; folds the day into the profile state
 (``profile_segments``, ``profile_counters``);
 rewrites in HBase the rows of every component that changed, its edge rows and the lookup rows
-of its bridging keys. Incremental from the day before's state when it exists; otherwise (or
+of its bridging keys; then deletes the live profile job's cells of the day and before, which
+the rows now count. Incremental from the day before's state when it exists; otherwise (or
 with ``full_recompute``) from every event up to the day.
 """
 
@@ -64,6 +65,7 @@ from profile_store.profiles.compaction import (
     next_segments,
 )
 from profile_store.profiles.counters import event_counters
+from profile_store.profiles.live_cells import delete_superseded
 from profile_store.profiles.profile_writer import (
     delete_edges,
     write_edges,
@@ -134,6 +136,7 @@ class CompactionSummary:
     edges_withdrawn: int
     lookups_written: int
     unsynced_consumed: int
+    live_cells_superseded: int
     profiles_with_segments: int
     segment_members: dict[str, int] = field(default_factory=dict)
 
@@ -448,6 +451,9 @@ def compact_day(
     with open_table() as table:
         withdrawn_count = delete_edges(table, withdrawn)
         consumed = delete_consumed(table, cells)
+        # Every row now counts the day's events: the live job's cells of the day and before
+        # go (reads already ignored them on the rewritten rows, by s:as_of).
+        live_superseded = delete_superseded(table, day)
 
     members_by_segment = {
         row["segment"]: int(row["count"]) for row in segments.groupBy("segment").count().collect()
@@ -462,6 +468,7 @@ def compact_day(
         edges_withdrawn=withdrawn_count,
         lookups_written=lookups_written,
         unsynced_consumed=consumed,
+        live_cells_superseded=live_superseded,
         profiles_with_segments=segments.select("profile").distinct().count(),
         segment_members=dict(sorted(members_by_segment.items())),
     )

@@ -22,7 +22,10 @@ alternate id costs exactly two.
 Segments are live while their expiry is in the future: an expiry at or before ``now_ms`` is
 never returned. A profile's ``g:`` cells are its person's compacted segments, its ``u:`` cells
 the ones a real-time feed added since the last compaction; both count, and the later
-expiry wins. Counters are decayed to ``now_ms`` with the half-life stored beside them.
+expiry wins. Counters are decayed to ``now_ms`` with the half-life stored beside them. The live
+profile job's cells (``profiles/live_cells.py``) add the person's events of the days the row's
+daily state (``s:as_of``) does not cover yet: their segments like ``u:``, their counters
+decayed and added to the daily ones.
 A ``p|`` row holding only ``u:`` cells (the feed wrote it before any compaction saw the id)
 answers ``segments`` and ``profile`` as a person of its own; the identity reads (``connected``,
 ``linked_profiles``, ``masters``) know the rows compaction wrote.
@@ -45,7 +48,9 @@ from profile_store.identity.settings import (
     IdentityConfigError,
     identity_rules_from_env,
 )
+from profile_store.profiles.live_cells import LiveCellError, LiveState, live_state
 from profile_store.profiles.table import (
+    AS_OF,
     ASSOCIATIONS,
     DEVICES,
     EDGE_RULES,
@@ -65,6 +70,7 @@ from profile_store.profiles.table import (
     decode_profile,
     delete_up_to,
     edge_key,
+    is_live_qualifier,
     lookup_key,
     profile_id_of,
     profile_key,
@@ -81,7 +87,7 @@ DEFAULT_PURGE_RATE = 500.0
 
 PROFILE_STOP = PROFILE_PREFIX[:-1] + bytes([PROFILE_PREFIX[-1] + 1])
 """First row key after every ``p|`` key."""
-SEGMENT_COLUMNS = [TYPE, LOOKUP_PROFILE, SEGMENTS, UNSYNCED]
+SEGMENT_COLUMNS = [TYPE, LOOKUP_PROFILE, AS_OF, SEGMENTS, UNSYNCED]
 CONNECTION_COLUMNS = [TYPE, MASTER, EDGE_WEIGHT, EDGE_RULES]
 LINKED_COLUMNS = [TYPE, MASTER, DEVICES, ASSOCIATIONS]
 MASTERS_FILTER = (
@@ -417,10 +423,17 @@ class ProfileReader:
         if not _is_profile(cells):
             return None
         row = _decoded(key, cells)
+        live = _live(key, row)
+        parts = {event: [counter] for event, counter in row.counters.items()}
+        for event, added in live.counters.items():
+            parts.setdefault(event, []).extend(added)
         try:
             counters = {
-                event: decayed(value, last_ms, half_life_ms, now)
-                for event, (value, last_ms, half_life_ms) in sorted(row.counters.items())
+                event: sum(
+                    decayed(value, last_ms, half_life_ms, now)
+                    for value, last_ms, half_life_ms in found
+                )
+                for event, found in sorted(parts.items())
             }
         except ZeroDivisionError:
             raise CorruptRow(f"{key!r}: a counter with a zero half-life") from None
@@ -432,7 +445,7 @@ class ProfileReader:
             devices=row.devices,
             as_of_ms=row.as_of_ms,
             now_ms=now,
-            segments=live_segments(now, row.segments, row.unsynced),
+            segments=live_segments(now, row.segments, row.unsynced, live.segments),
             unsynced=live_segments(now, row.unsynced),
             counters=counters,
             linked=dict(sorted(row.associations.items())),
@@ -530,9 +543,17 @@ def _decoded(key: bytes, cells: Mapping[bytes, bytes]) -> ProfileRow:
         raise CorruptRow(f"{key!r}: {exc}") from None
 
 
+def _live(key: bytes, row: ProfileRow) -> LiveState:
+    """What the row's live cells add to its daily state."""
+    try:
+        return live_state(row.live, row.as_of_ms)
+    except LiveCellError as exc:
+        raise CorruptRow(f"{key!r}: {exc}") from None
+
+
 def _live_row_segments(key: bytes, cells: Mapping[bytes, bytes], now_ms: int) -> dict[str, int]:
     row = _decoded(key, cells)
-    return live_segments(now_ms, row.segments, row.unsynced)
+    return live_segments(now_ms, row.segments, row.unsynced, _live(key, row).segments)
 
 
 def _lookup_target(key: bytes, cells: Mapping[bytes, bytes] | None) -> str | None:
@@ -575,6 +596,8 @@ def _expired_cells(
     unreadable = 0
     for key, cells in page:
         for name, (value, timestamp) in cells.items():
+            if is_live_qualifier(name.partition(b":")[2]):
+                continue  # a live cell: the daily run that covers its day deletes it
             try:
                 expiry = decode_ms(value)
             except ValueError:

@@ -14,6 +14,10 @@ p|<profile id>                        a profile (device or cookie id, raw bytes 
   g:<segment>   expiry, epoch ms: the union of the COMPONENT's segments, max expiry wins
   u:<segment>   expiry, epoch ms: an unsynced segment written by a real-time feed; the next
                 compaction folds it into the component and deletes it
+  u:<day>|<partition>|<id>
+                a live cell: the live profile job's segments and counters of one id's events
+                of one day (``profiles/live_cells.py``); reads add it until a daily run covers
+                the day, and that run deletes it
   a:<id>        another profile of the component (value: its id type); capped, see s:devices
   f:<event>     decaying counter of the component (``encode_counter``: value, time, half-life)
 
@@ -74,6 +78,12 @@ TYPE_EDGE = b"edge"
 TYPE_LOOKUP = b"lookup"
 
 _COUNTER = struct.Struct(">dqq")
+LIVE_SEPARATOR = b"|"
+
+
+def is_live_qualifier(qualifier: bytes) -> bool:
+    """A live cell's ``u:`` qualifier; a segment id (an unsynced segment's) never holds ``|``."""
+    return LIVE_SEPARATOR in qualifier
 
 
 def _encode_component(value: str) -> bytes:
@@ -150,6 +160,7 @@ class ProfileRow:
     counters: dict[str, tuple[float, int, int]] = field(default_factory=dict)
     associations: dict[str, str] = field(default_factory=dict)  # profile -> id type
     unsynced: dict[str, int] = field(default_factory=dict)
+    live: dict[bytes, bytes] = field(default_factory=dict)  # live cells: qualifier -> value
 
     @property
     def is_master(self) -> bool:
@@ -183,12 +194,15 @@ def decode_profile(key: bytes, cells: dict[bytes, bytes]) -> ProfileRow:
     profile = profile_id_of(key)
     segments: dict[str, int] = {}
     unsynced: dict[str, int] = {}
+    live: dict[bytes, bytes] = {}
     counters: dict[str, tuple[float, int, int]] = {}
     associations: dict[str, str] = {}
     for name, value in cells.items():
         family, _, qualifier = name.partition(b":")
         if family == SEGMENTS:
             segments[qualifier.decode()] = decode_ms(value)
+        elif family == UNSYNCED and is_live_qualifier(qualifier):
+            live[qualifier] = value
         elif family == UNSYNCED:
             unsynced[qualifier.decode()] = decode_ms(value)
         elif family == FEATURES:
@@ -206,6 +220,7 @@ def decode_profile(key: bytes, cells: dict[bytes, bytes]) -> ProfileRow:
         counters=counters,
         associations=associations,
         unsynced=unsynced,
+        live=live,
     )
 
 

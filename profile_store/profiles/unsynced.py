@@ -15,6 +15,7 @@ from profile_store.profiles.table import (
     UNSYNCED,
     decode_ms,
     delete_up_to,
+    is_live_qualifier,
     profile_id_of,
 )
 
@@ -32,7 +33,10 @@ def read_unsynced(table, batch_size: int = 1000) -> list[tuple[str, str, int, in
     ):
         profile = profile_id_of(key)
         for name, (value, timestamp) in row.items():
-            segment = name.partition(b":")[2].decode()
+            qualifier = name.partition(b":")[2]
+            if is_live_qualifier(qualifier):
+                continue  # a live cell: not a segment, and deleted by the run covering its day
+            segment = qualifier.decode()
             try:
                 expiry = decode_ms(value)
             except ValueError:

@@ -13,6 +13,7 @@ attribute of that name) or not as a plain string is parsed with ``json`` instead
 
 from __future__ import annotations
 
+import functools
 import json
 from datetime import UTC, datetime
 
@@ -59,6 +60,40 @@ def utc_days(times: pa.Array) -> np.ndarray:
     return days.to_numpy(zero_copy_only=False).astype(np.int64)
 
 
+_STRICT_TIME = (
+    r"^(?P<local>\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(?P<fraction>\d{1,3}))?"
+    r"(?P<zone>[Zz]|[+-]\d{2}:\d{2})$"
+)
+_MAX_OFFSET_S = 18 * 3600
+
+
+def event_millis(times: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """Epoch ms of event times exactly as ingest accepts them, and which ones it accepts.
+
+    Spark's patterns (``yyyy-MM-dd'T'HH:mm:ss[.SSS]XXX``): one to three fraction digits, ``Z``
+    (either case) or an offset of at most 18 hours, a date and time that exist (the parsed
+    time is formatted back and compared, as Arrow's parser rolls ``11-31`` over into December).
+    """
+    parts = pc.extract_regex(pc.cast(times, pa.string()), _STRICT_TIME)
+    local_text = pc.struct_field(parts, "local")
+    local = pc.strptime(local_text, "%Y-%m-%dT%H:%M:%S", "s", error_is_null=True)
+    exists = pc.equal(pc.strftime(local, "%Y-%m-%dT%H:%M:%S"), local_text)
+    fraction = pc.struct_field(parts, "fraction")
+    padded = pc.utf8_rpad(pc.if_else(pc.equal(fraction, ""), "0", fraction), 3, "0")
+    millis = pc.cast(pc.fill_null(padded, "0"), pa.int64())
+    zone = pc.replace_substring_regex(pc.struct_field(parts, "zone"), r"^[Zz]$", "+00:00")
+    sign = pc.if_else(pc.starts_with(zone, "-"), -1, 1)
+    hours = pc.cast(pc.utf8_slice_codeunits(zone, 1, 3), pa.int64())
+    minutes = pc.cast(pc.utf8_slice_codeunits(zone, 4, 6), pa.int64())
+    offset_s = pc.add(pc.multiply(hours, 3600), pc.multiply(minutes, 60))
+    zone_ok = pc.and_(pc.less_equal(minutes, 59), pc.less_equal(offset_s, _MAX_OFFSET_S))
+    seconds = pc.subtract(pc.cast(local, pa.int64()), pc.multiply(sign, offset_s))
+    epoch_ms = pc.add(pc.multiply(seconds, 1000), millis)
+    valid = pc.fill_null(pc.and_(exists, zone_ok), False).to_numpy(zero_copy_only=False)
+    values = pc.fill_null(epoch_ms, 0).to_numpy(zero_copy_only=False).astype(np.int64)
+    return values, valid.astype(bool)
+
+
 def _time_of(value: bytes) -> bytes | None:
     """``event_time`` of one message parsed as JSON, if it is an object holding a string."""
     try:
@@ -87,6 +122,7 @@ def event_days(values: pa.BinaryArray, timestamps_ms: np.ndarray) -> np.ndarray:
     return np.where(days >= 0, days, arrival)
 
 
+@functools.lru_cache(maxsize=4096)
 def day_text(day: int) -> str:
     """``YYYY-MM-DD`` of a day number."""
     return datetime.fromtimestamp(day * 86_400, tz=UTC).date().isoformat()

@@ -144,6 +144,13 @@ def observe_groups(
         reader.close()
 
 
+def group_lag(settings: EventBusSettings, group: str) -> int:
+    """Messages of the topic ``group`` has not committed yet; before its first commit, none
+    (as ``observe_groups`` reports a group that never committed)."""
+    (observed,) = observe_groups(settings, [group])
+    return observed.lag
+
+
 @dataclass(frozen=True)
 class StreamObservation:
     """What the orchestrator shows of the stream."""

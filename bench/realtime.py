@@ -1,0 +1,520 @@
+"""Kafka to the profiles, live: from an event acknowledged by Kafka to the moment a read of
+ANOTHER id of the same person shows it, at a sustained rate, on this machine.
+
+Everything runs here for real: the project's Kafka broker, the embedded HBase gateway (its
+default workers) holding ``--persons`` persons of one to five ids each (compacted rows: master,
+linked ids, daily state as of the end of yesterday), and ``profiles stream live-profiles`` as its
+own process. A producer sends generated events of those ids at ``--rate`` events/s; a few times
+a second one of them is a *probe*: an event of a rule-matching type on one id of a person of
+several ids, whose segment expiry is unique. A prober reads the person's OTHER ids with
+``segments_many`` (the bidders' read, one round trip for all pending probes) every
+``--poll-ms``, and a probe's latency is the time from Kafka's acknowledgement of its send to the
+first read that shows it.
+
+1. **sustained**: ``--rate`` for ``--seconds`` (5,000/s for 600 s by default): p50 / p99 / max,
+   the job's RSS sampled every 5 s (first, last, highest), its CPU and the gateway's.
+2. **ramp** (``--ramp``): rates going up by ``--ramp-step`` for ``--ramp-seconds`` each, until
+   p99 passes ``--bar-ms`` or probes are no longer all seen; the highest rate that met it.
+
+    .venv/bin/python bench/realtime.py                              # 600 s at 5,000/s
+    .venv/bin/python bench/realtime.py --seconds 60 --ramp         # a quick look, then the ramp
+
+The machine's load average is printed at the start and the end of each phase: figures taken
+beside other work are rough.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from realtime_engines import TreeCpu, rate_producer  # noqa: E402
+
+PROBE_TYPE = "probe"
+PROBE_RULE = {"segment": "probe", "event_type": PROBE_TYPE, "ttl_days": 1}
+TRAFFIC = (
+    ("com.shopfast.android", "view_item", {"product_type": "shoes"}),
+    ("com.shopfast.android", "view_item", {"product_type": "hats"}),
+    ("com.shopfast.android", "add_to_cart", {}),
+    ("com.shopfast.android", "purchase", {}),
+    ("com.pixelquest.dragons", "open", {}),
+    ("com.pixelquest.dragons", "iap_purchase", {}),
+    ("com.dailyherald.reader", "click", {}),
+)
+
+
+@dataclass
+class Population:
+    persons: list[list[str]]
+    ids: list[str]
+    several: list[int]  # persons with two ids or more
+
+
+def population(count: int, seed: int) -> Population:
+    rng = random.Random(seed)
+    persons = [
+        [f"bench-{p:07d}-{i}" for i in range(rng.choice((1, 2, 2, 3, 3, 4, 5)))]
+        for p in range(count)
+    ]
+    return Population(
+        persons,
+        [i for ids in persons for i in ids],
+        [p for p, ids in enumerate(persons) if len(ids) > 1],
+    )
+
+
+def load_profiles(table, people: Population, as_of_ms: int) -> int:
+    """Compacted rows of every person, as compaction writes them."""
+    from profile_store.profiles.table import ProfileRow, profile_cells, profile_key
+
+    cells = 0
+    with table.batch(batch_size=20_000) as batch:
+        for ids in people.persons:
+            for profile in ids:
+                row = ProfileRow(
+                    profile=profile,
+                    id_type="cookie",
+                    master=ids[0],
+                    first_seen_ms=as_of_ms - 86_400_000,
+                    devices=len(ids),
+                    as_of_ms=as_of_ms,
+                    associations={other: "cookie" for other in ids if other != profile},
+                )
+                written = profile_cells(row)
+                batch.put(profile_key(profile), written)
+                cells += len(written)
+    return cells
+
+
+def event_pool(people: Population, count: int, seed: int, start_ms: int) -> list[tuple]:
+    """``count`` keyed messages of the population's ids, times in the minute before the start."""
+    rng = random.Random(seed)
+    pool = []
+    for n in range(count):
+        user = rng.choice(people.ids)
+        app, kind, attributes = rng.choice(TRAFFIC)
+        body = {
+            "event_id": f"b{n}",
+            "app_id": app,
+            "user_id": user,
+            "id_type": "cookie",
+            "event_time": _iso(start_ms - rng.randrange(60_000)),
+            "event_type": kind,
+            "event_attributes": attributes,
+        }
+        pool.append((user.encode(), json.dumps(body, separators=(",", ":")).encode()))
+    return pool
+
+
+def _iso(epoch_ms: int) -> str:
+    seconds, millis = divmod(epoch_ms, 1000)
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds)) + f".{millis:03d}Z"
+
+
+@dataclass
+class Probe:
+    person: int
+    sent_id: str
+    read_id: str
+    expiry_ms: int
+    acked: float | None = None
+    seen: float | None = None
+
+
+@dataclass
+class Phase:
+    rate: float
+    seconds: float
+    probes: list[Probe] = field(default_factory=list)
+    sent: int = 0
+    rss_kb: list[int] = field(default_factory=list)
+    load: tuple[float, float] = (0.0, 0.0)
+    job_cpu_s: float = 0.0
+    gateway_cpu_s: float = 0.0
+
+    def latencies_ms(self) -> np.ndarray:
+        return np.array(
+            [(p.seen - p.acked) * 1000 for p in self.probes if p.seen and p.acked], dtype=float
+        )
+
+    def summary(self) -> dict:
+        lat = self.latencies_ms()
+        seen = len(lat)
+        return {
+            "rate": self.rate,
+            "seconds": self.seconds,
+            "sent": self.sent,
+            "probes": len(self.probes),
+            "probes_seen": seen,
+            "p50_ms": float(np.percentile(lat, 50)) if seen else None,
+            "p99_ms": float(np.percentile(lat, 99)) if seen else None,
+            "max_ms": float(lat.max()) if seen else None,
+            "rss_mb_first_last_max": [
+                round(kb / 1024, 1)
+                for kb in (
+                    (self.rss_kb[0], self.rss_kb[-1], max(self.rss_kb)) if self.rss_kb else ()
+                )
+            ],
+            "load_average_start_end": [round(x, 1) for x in self.load],
+            "job_cpu_s": round(self.job_cpu_s, 1),
+            "gateway_cpu_s": round(self.gateway_cpu_s, 1),
+        }
+
+
+@dataclass
+class Setup:
+    settings: object
+    address: tuple[str, int]
+    gateway_pid: int
+    job: subprocess.Popen
+    people: Population
+    work: Path
+
+
+class Prober:
+    """Reads the OTHER id of each pending probe's person with ``segments_many`` (one round
+    trip per poll) until it shows the probe's expiry."""
+
+    def __init__(self, address: tuple[str, int], poll_ms: float) -> None:
+        import happybase
+
+        from profile_store.profiles.reads import MAX_IDS, ProfileReader
+        from profile_store.profiles.table import PROFILE_TABLE
+
+        self._connection = happybase.Connection(*address)
+        table = self._connection.table(PROFILE_TABLE)
+
+        class _Open:
+            def __enter__(self_inner):
+                return table
+
+            def __exit__(self_inner, *exc):
+                return False
+
+        self.reader = ProfileReader(lambda: _Open())
+        self.max_ids = MAX_IDS  # ids per segments_many
+        self.poll_s = poll_ms / 1000
+        self.pending: dict[int, Probe] = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def add(self, probe: Probe) -> None:
+        with self.lock:
+            self.pending[probe.person] = probe
+
+    def busy(self, person: int) -> bool:
+        with self.lock:
+            return person in self.pending
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            with self.lock:
+                waiting = [p for p in self.pending.values() if p.acked is not None]
+            if waiting:
+                answers: dict = {}
+                for start in range(0, len(waiting), self.max_ids):  # a backlog: several reads
+                    chunk = waiting[start : start + self.max_ids]
+                    answers.update(self.reader.segments_many([p.read_id for p in chunk]))
+                now = time.time()
+                with self.lock:
+                    for probe in waiting:
+                        if answers.get(probe.read_id, {}).get("probe", 0) >= probe.expiry_ms:
+                            probe.seen = now
+                            self.pending.pop(probe.person, None)
+            time.sleep(self.poll_s)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+        self._connection.close()
+
+
+def rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def produce(
+    setup: Setup, pool: list[tuple], prober: Prober, phase: Phase, probes_per_s: float, offset: int
+) -> int:
+    """Send ``phase.rate`` events/s for ``phase.seconds`` (in slices of 50 ms), a probe among
+    them every 1/``probes_per_s`` s; returns where in the pool it stopped."""
+    settings, people = setup.settings, setup.people
+    producer = rate_producer(settings, **{"compression.type": "lz4"})
+    rng = random.Random(int(phase.rate))
+    started = time.monotonic()
+    next_probe = started
+    sent = 0
+    while (elapsed := time.monotonic() - started) < phase.seconds:
+        due = int(elapsed * phase.rate)
+        while sent < due:
+            key, value = pool[(offset + sent) % len(pool)]
+            producer.produce(settings.topic, value=value, key=key)
+            sent += 1
+        if time.monotonic() >= next_probe:
+            next_probe += 1 / probes_per_s
+            probe = _probe(people, prober, rng)
+            if probe is not None:
+                phase.probes.append(probe)
+                prober.add(probe)
+                producer.produce(
+                    settings.topic,
+                    value=_probe_event(probe),
+                    key=probe.sent_id.encode(),
+                    on_delivery=lambda error, _m, p=probe: _acked(p, error),
+                )
+                sent += 1
+        producer.poll(0)
+        time.sleep(0.05)
+    producer.flush(60)
+    phase.sent = sent
+    return offset + sent
+
+
+def _probe(people: Population, prober: Prober, rng: random.Random) -> Probe | None:
+    for _ in range(20):
+        person = rng.choice(people.several)
+        if not prober.busy(person):
+            sent_id, read_id = rng.sample(people.persons[person], 2)
+            expiry = time.time_ns() // 1_000_000 + 86_400_000
+            return Probe(person, sent_id, read_id, expiry)
+    return None
+
+
+def _probe_event(probe: Probe) -> bytes:
+    body = {
+        "event_id": f"probe-{probe.person}-{probe.expiry_ms}",
+        "app_id": "bench",
+        "user_id": probe.sent_id,
+        "id_type": "cookie",
+        "event_time": _iso(probe.expiry_ms - 86_400_000),
+        "event_type": PROBE_TYPE,
+    }
+    return json.dumps(body, separators=(",", ":")).encode()
+
+
+def _acked(probe: Probe, error) -> None:
+    if error is None:
+        probe.acked = time.time()
+
+
+def run_phase(
+    setup: Setup,
+    prober: Prober,
+    pool: list[tuple],
+    rate: float,
+    seconds: float,
+    args: argparse.Namespace,
+    offset: int,
+) -> tuple[Phase, int]:
+    """Send at ``rate`` for ``seconds``, then wait (at most ``--drain-seconds``) for the last
+    probes; the phase's figures and where in the pool the next phase starts."""
+    job_pid, gateway_pid = setup.job.pid, setup.gateway_pid
+    phase = Phase(rate, seconds)
+    load_start = os.getloadavg()[0]
+    job_cpu, gateway_cpu = TreeCpu(job_pid), TreeCpu(gateway_pid)
+    job_cpu.sample()
+    gateway_cpu.sample()
+    job_before, gateway_before = sum(job_cpu.seen.values()), sum(gateway_cpu.seen.values())
+    sampling = threading.Event()
+
+    def sample_rss() -> None:
+        while not sampling.wait(5.0):
+            phase.rss_kb.append(rss_kb(job_pid))
+
+    sampler = threading.Thread(target=sample_rss, daemon=True)
+    sampler.start()
+    offset = produce(setup, pool, prober, phase, args.probes_per_s, offset)
+    deadline = time.monotonic() + args.drain_seconds
+    while any(p.seen is None for p in phase.probes) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    sampling.set()
+    sampler.join()
+    phase.job_cpu_s = job_cpu.stop() - job_before
+    phase.gateway_cpu_s = gateway_cpu.stop() - gateway_before
+    phase.load = (load_start, os.getloadavg()[0])
+    return phase, offset
+
+
+@contextlib.contextmanager
+def started(args: argparse.Namespace) -> Iterator[Setup]:
+    """The broker, the gateway holding the persons, and the live job as its own process."""
+    import happybase
+
+    from profile_store.event_bus.settings import EventBusSettings
+    from profile_store.event_bus.topics import ensure_topic
+    from profile_store.hbase_gateway.process import EmbeddedGateway
+    from profile_store.launchers.kafka_broker import temporary_broker
+    from profile_store.profiles.live_cells import day_end_ms
+    from profile_store.profiles.segment_rules import DEFAULT_RULES
+    from profile_store.profiles.table import PROFILE_TABLE, ensure_table
+
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-live-") as tmp,
+        temporary_broker() as broker,
+        EmbeddedGateway(Path(tmp) / "hbase") as gateway,
+    ):
+        work = Path(tmp)
+        settings = EventBusSettings(broker.bootstrap_servers, "events", args.partitions)
+        ensure_topic(settings)
+        people = population(args.persons, args.seed)
+        yesterday = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 86_400))
+        connection = happybase.Connection(gateway.host, gateway.port)
+        ensure_table(connection)
+        loading = time.monotonic()
+        cells = load_profiles(connection.table(PROFILE_TABLE), people, day_end_ms(yesterday))
+        connection.close()
+        print(
+            f"{len(people.persons):,} persons, {len(people.ids):,} ids, {cells:,} cells loaded in "
+            f"{time.monotonic() - loading:.0f} s",
+            flush=True,
+        )
+        rules = work / "rules.json"
+        rules.write_text(json.dumps([*DEFAULT_RULES, PROBE_RULE]))
+        log = open(work / "live.log", "wb")  # noqa: SIM115 (closed below)
+        job = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "profile_store.cli",
+                "stream",
+                "live-profiles",
+                *("--lake", str(work / "lake"), "--segment-rules", str(rules)),
+                *("--hbase-host", gateway.host, "--hbase-port", str(gateway.port)),
+            ],
+            cwd=REPO,
+            env={
+                **os.environ,
+                "PYTHONPATH": str(REPO),
+                "PROFILES_KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
+                "PROFILES_KAFKA_TOPIC": settings.topic,
+            },
+            stderr=log,
+        )
+        try:
+            yield Setup(settings, (gateway.host, gateway.port), gateway.pid, job, people, work)
+        finally:
+            job.terminate()
+            job.wait(120)
+            log.close()
+            tail = (work / "live.log").read_text().splitlines()[-3:]
+            print("job log:", *tail, sep="\n  ", flush=True)
+
+
+def measure(args: argparse.Namespace) -> int:
+    print(
+        f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"load average {os.getloadavg()[0]:.1f} at start; seed {args.seed}",
+        flush=True,
+    )
+    results = {}
+    with started(args) as setup:
+        pool = event_pool(setup.people, args.pool, args.seed, time.time_ns() // 1_000_000)
+        prober = Prober(setup.address, args.poll_ms)
+        try:
+            warm, offset = run_phase(setup, prober, pool, args.rate, args.warmup_seconds, args, 0)
+            print("warm-up", json.dumps(warm.summary()), flush=True)
+            sustained, offset = run_phase(
+                setup, prober, pool, args.rate, args.seconds, args, offset
+            )
+            results["sustained"] = sustained.summary()
+            print("sustained", json.dumps(results["sustained"]), flush=True)
+            if args.ramp:
+                results["ramp"] = []
+                rate = args.rate + args.ramp_step
+                while True:
+                    step, offset = run_phase(
+                        setup, prober, pool, rate, args.ramp_seconds, args, offset
+                    )
+                    summary = step.summary()
+                    results["ramp"].append(summary)
+                    print("ramp", json.dumps(summary), flush=True)
+                    if not _meets(summary, args.bar_ms) or setup.job.poll() is not None:
+                        break
+                    rate += args.ramp_step
+        finally:
+            prober.close()
+        assert setup.job.poll() is None, "the live job stopped"
+    print(f"load average {os.getloadavg()[0]:.1f} at the end", flush=True)
+    _print_tables(results, args)
+    if args.out:
+        Path(args.out).write_text(json.dumps(results, indent=1))
+    return 0
+
+
+def _meets(row: dict, bar_ms: float) -> bool:
+    """Every probe seen, and p99 within the bar."""
+    return row["probes_seen"] == row["probes"] and (row["p99_ms"] or float("inf")) <= bar_ms
+
+
+def _print_tables(results: dict, args: argparse.Namespace) -> None:
+    print(
+        "\n| rate /s | seconds | probes seen | p50 ms | p99 ms | max ms | job RSS MB first / last "
+        "/ max | job CPU s | gateway CPU s | load avg start / end |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    rows = [results["sustained"], *results.get("ramp", [])]
+    for row in rows:
+        latency = [
+            f"{row[k]:,.0f}" if row[k] is not None else "-" for k in ("p50_ms", "p99_ms", "max_ms")
+        ]
+        cells = [
+            f"{row['rate']:,.0f}",
+            f"{row['seconds']:.0f}",
+            f"{row['probes_seen']} / {row['probes']}",
+            *latency,
+            " / ".join(f"{x:.0f}" for x in row["rss_mb_first_last_max"]),
+            f"{row['job_cpu_s']:.0f}",
+            f"{row['gateway_cpu_s']:.0f}",
+            " / ".join(f"{x:.1f}" for x in row["load_average_start_end"]),
+        ]
+        print("| " + " | ".join(cells) + " |")
+    if "ramp" in results:
+        met = [row["rate"] for row in rows if _meets(row, args.bar_ms)]
+        print(f"\nhighest rate with p99 <= {args.bar_ms:,.0f} ms: {max(met) if met else 0:,.0f}/s")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rate", type=float, default=5_000, help="events/s (default 5,000)")
+    parser.add_argument("--seconds", type=float, default=600, help="sustained phase (default 600)")
+    parser.add_argument("--warmup-seconds", type=float, default=30)
+    parser.add_argument("--persons", type=int, default=50_000)
+    parser.add_argument("--pool", type=int, default=200_000, help="distinct events sent in turn")
+    parser.add_argument("--partitions", type=int, default=6)
+    parser.add_argument("--probes-per-s", type=float, default=5.0)
+    parser.add_argument("--poll-ms", type=float, default=50.0)
+    parser.add_argument("--drain-seconds", type=float, default=60.0)
+    parser.add_argument("--ramp", action="store_true", help="then raise the rate until the bar")
+    parser.add_argument("--ramp-step", type=float, default=2_500)
+    parser.add_argument("--ramp-seconds", type=float, default=90)
+    parser.add_argument("--bar-ms", type=float, default=5_000)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--out", help="write the results as JSON here too")
+    return measure(parser.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
