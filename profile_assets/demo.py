@@ -303,7 +303,7 @@ def _forget_a_person(lake_root: Path, instance) -> bool:
     return gone and report["sketch_rows_retaining"] == 0
 
 
-def _show_real_time(lake_root: Path, days: list[date]) -> bool:
+def show_real_time(lake_root: Path, days: list[date]) -> bool:
     """Kafka started, then ``profiles stream live-profiles`` and ``profiles serve``; a purchase
     sent for one id of a person of the last day, read from another id (``live_demo``). True if
     it showed within the bound; Kafka and the commands are stopped either way."""
@@ -337,6 +337,7 @@ def _show_real_time(lake_root: Path, days: list[date]) -> bool:
             "today and the live job leaves today's events to the daily run"
         )
         return True
+    started = time.monotonic()
     hbase = resources_from_env()["hbase"]
     reader = ProfileReader(table_opener(hbase.pool(), PROFILE_TABLE))
     work = Path(tempfile.mkdtemp(prefix="live-demo-", dir=lake_root.parent))
@@ -376,7 +377,8 @@ def _show_real_time(lake_root: Path, days: list[date]) -> bool:
         _print(
             f"  segments({person.read_from.profile}), another id of the person: {SEGMENT} "
             f"visible {outcome.seconds_to_visible:.2f}s after the 202 (now "
-            f"{', '.join(outcome.after.segments)}; before {', '.join(outcome.before.segments)})"
+            f"{', '.join(outcome.after.segments)}; before "
+            f"{', '.join(outcome.before.segments) or 'none'})"
         )
         counters = ", ".join(
             f"{event} {outcome.before.counters.get(event, 0.0):.2f} -> "
@@ -394,7 +396,7 @@ def _show_real_time(lake_root: Path, days: list[date]) -> bool:
         hbase.close()
     if succeeded:
         shutil.rmtree(work, ignore_errors=True)
-        _print("  Kafka stopped, its data removed")
+        _print(f"  Kafka stopped, its data removed ({time.monotonic() - started:.1f}s in all)")
     else:
         _print(f"  Kafka stopped; its data and the commands' logs kept in {work}")
     return succeeded
@@ -540,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
 
     _print()
     _print("== Real time: an event reaches a bidder's read within seconds ==")
-    failures += not _show_real_time(lake_root, days)
+    failures += not show_real_time(lake_root, days)
 
     _print()
     _print("== What was produced ==")

@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from live_rows import DAY_MS, table_opener, today, yesterday
 
+from profile_assets.demo import show_real_time
 from profile_assets.live_demo import (
     SEGMENT,
     LiveCommands,
@@ -147,6 +148,18 @@ def test_the_person_picked_has_an_event_on_the_day_every_row_and_no_id_in_the_se
     assert person.read_from.id_type != person.sent_to.id_type
 
 
+def test_the_events_and_the_reads_go_to_two_ids_when_the_person_has_one_kind_of_id(
+    connection, tmp_path
+):
+    cookies = ["cookie-e2", "cookie-e1"]  # the master sorts last
+    write_day(tmp_path, yesterday(), [cookies], cookies)
+    write_rows(connection.table(PROFILE_TABLE), cookies, day_end_ms(yesterday()), {})
+
+    person = picked(ProfileReader(table_opener(connection, PROFILE_TABLE)), tmp_path)
+
+    assert (person.sent_to.profile, person.read_from.profile) == ("cookie-e1", "cookie-e2")
+
+
 def test_no_person_is_picked_when_every_one_is_in_the_segment_already(connection, tmp_path):
     as_of = day_end_ms(yesterday())
     reader = compacted_day(connection, tmp_path, as_of)
@@ -211,3 +224,64 @@ def test_today_is_live_only_after_demo_days_that_end_before_today():
     assert today_is_live(now - timedelta(days=1), now)
     assert not today_is_live(now, now)
     assert not today_is_live(now + timedelta(days=2), now)
+
+
+# --- the demo's section, as `make demo` runs it (its own Kafka, its own gateway) ----------------
+
+
+@pytest.fixture
+def demo_hbase(tmp_path, monkeypatch) -> Path:
+    """The demo's embedded HBase over a directory of the test's, as the environment names it."""
+    data_dir = tmp_path / "hbase"
+    for name in ("HBASE_THRIFT_HOST", "HBASE_TABLE_PREFIX"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("PROFILES_HBASE_DATA_DIR", str(data_dir))
+    return data_dir
+
+
+def with_compacted_day(data_dir: Path, lake: Path, load) -> None:
+    with EmbeddedGateway(data_dir) as gateway:
+        opened = happybase.Connection(**gateway.connection_kwargs())
+        try:
+            ensure_table(opened, PROFILE_TABLE)
+            load(opened, lake)
+        finally:
+            opened.close()
+
+
+def test_the_demo_section_starts_kafka_shows_the_purchase_from_another_id_and_cleans_up(
+    demo_hbase, tmp_path, capsys
+):
+    lake = tmp_path / "lake"
+    with_compacted_day(
+        demo_hbase, lake, lambda c, root: compacted_day(c, root, day_end_ms(yesterday()))
+    )
+
+    shown = show_real_time(lake, [date.fromisoformat(yesterday())])
+
+    out = capsys.readouterr().out
+    assert shown, out
+    assert '-> 202 {"accepted": 3, "rejected": []}' in out
+    assert f"  segments({SHOPPER[0]}), another id of the person: buyers visible " in out
+    assert "Kafka stopped, its data removed" in out
+    assert not list(tmp_path.glob("live-demo-*"))  # Kafka's data and the logs
+
+
+def test_the_demo_section_fails_naming_the_day_when_no_person_can_show_it(
+    demo_hbase, tmp_path, capsys
+):
+    lake = tmp_path / "lake"
+
+    def everyone_a_buyer(connection, root: Path) -> None:
+        as_of = day_end_ms(yesterday())
+        compacted_day(connection, root, as_of)
+        write_rows(connection.table(PROFILE_TABLE), SHOPPER, as_of, {SEGMENT: as_of + DAY_MS})
+
+    with_compacted_day(demo_hbase, lake, everyone_a_buyer)
+
+    shown = show_real_time(lake, [date.fromisoformat(yesterday())])
+
+    out = capsys.readouterr().out
+    assert not shown
+    assert f"FAILED (the bound is 60s): no person of 2+ ids active on {yesterday()} is " in out
+    assert "outside buyers" in out
