@@ -265,7 +265,10 @@ class LiveCommands:
                 "serve",
                 ["serve", "--port", "0", "--tenants", self._tenants, "--lake", self._lake],
             )
-            admin = AdminClient({"bootstrap.servers": self.settings.bootstrap_servers})
+            # Silent: it outlives the start, and would log Kafka's disconnects when it stops.
+            admin = AdminClient(
+                {"bootstrap.servers": self.settings.bootstrap_servers, "log_level": 0}
+            )
             deadline = time.monotonic() + self.start_timeout_s
             assigned = False
             while self.url is None or not assigned:
