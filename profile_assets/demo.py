@@ -7,6 +7,7 @@ Runs against the Dagster instance in ``$DAGSTER_HOME`` so that the runs it makes
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 from datetime import UTC, date, datetime, timedelta
@@ -181,11 +182,8 @@ def _activation_lines(metadata: dict) -> list[str]:
 
 def _print_profiles(lake_root: Path, days: list[date], persons: int = 3) -> None:
     """A few persons of several ids, each read back from HBase through every one of its ids."""
-    import pyarrow.parquet as pq
-
+    from profile_assets.live_demo import persons_by_master
     from profile_store.hbase.pool import table_opener
-    from profile_store.identity.pipeline import latest_assignment_dir
-    from profile_store.lake.storage import LocalLakeStorage
     from profile_store.profiles.pipeline import end_of_day_ms
     from profile_store.profiles.reads import ProfileReader
     from profile_store.profiles.table import PROFILE_TABLE
@@ -194,10 +192,7 @@ def _print_profiles(lake_root: Path, days: list[date], persons: int = 3) -> None
     hbase = resources_from_env()["hbase"]
     reader = ProfileReader(table_opener(hbase.pool(), PROFILE_TABLE))
     as_of = end_of_day_ms(days[-1])
-    components: dict[str, list[str]] = {}
-    latest = latest_assignment_dir(LocalLakeStorage(lake_root))
-    for row in pq.read_table(lake_root / latest).to_pylist():
-        components.setdefault(row["master"], []).append(row["profile"])
+    components = persons_by_master(lake_root)
     activated = _demo_segment_members(lake_root, days[-1])
     shown = 0
     try:
@@ -244,14 +239,10 @@ def _person_to_forget(lake_root: Path) -> list[str]:
     """The ids of a small person (2-3 ids) seen on the fewest days: a short erasure to watch."""
     import pyarrow.parquet as pq
 
-    from profile_store.identity.pipeline import latest_assignment_dir
+    from profile_assets.live_demo import persons_by_master
     from profile_store.lake.layout import IDENTITY_PROFILES
-    from profile_store.lake.storage import LocalLakeStorage
 
-    components: dict[str, list[str]] = {}
-    latest = latest_assignment_dir(LocalLakeStorage(lake_root))
-    for row in pq.read_table(lake_root / latest, columns=["profile", "master"]).to_pylist():
-        components.setdefault(row["master"], []).append(row["profile"])
+    components = persons_by_master(lake_root)
     seen_days: dict[str, int] = {}
     for folder in sorted((lake_root / IDENTITY_PROFILES).glob("date=*")):
         for profile in pq.read_table(folder, columns=["profile"]).column("profile").to_pylist():
@@ -310,6 +301,105 @@ def _forget_a_person(lake_root: Path, instance) -> bool:
         f"{lake_root / 'erasure' / 'reports'}"
     )
     return gone and report["sketch_rows_retaining"] == 0
+
+
+def show_real_time(lake_root: Path, days: list[date]) -> bool:
+    """Kafka started, then ``profiles stream live-profiles`` and ``profiles serve``; a purchase
+    sent for one id of a person of the last day, read from another id (``live_demo``). True if
+    it showed within the bound; Kafka and the commands are stopped either way."""
+    import shutil
+    import tempfile
+
+    from profile_assets.live_demo import (
+        SEGMENT,
+        SEGMENT_RULE,
+        VISIBLE_TIMEOUT_S,
+        LiveCommands,
+        LiveDemoError,
+        ids_seen_on,
+        persons_by_master,
+        pick_person,
+        send_and_watch,
+        tenant_key,
+        today_is_live,
+    )
+    from profile_store.event_bus.settings import EventBusSettings
+    from profile_store.event_bus.topics import TopicError, ensure_topic
+    from profile_store.hbase.pool import table_opener
+    from profile_store.launchers.kafka_broker import KafkaBroker, KafkaStartError
+    from profile_store.profiles.reads import ProfileReader
+    from profile_store.profiles.table import PROFILE_TABLE
+    from resources import resources_from_env
+
+    if not today_is_live(days[-1]):
+        _print(
+            f"  skipped: the demo's days end on {days[-1]}, so the daily state already counts "
+            "today and the live job leaves today's events to the daily run"
+        )
+        return True
+    started = time.monotonic()
+    hbase = resources_from_env()["hbase"]
+    reader = ProfileReader(table_opener(hbase.pool(), PROFILE_TABLE))
+    work = Path(tempfile.mkdtemp(prefix="live-demo-", dir=lake_root.parent))
+    broker = KafkaBroker(work / "kafka")
+    try:
+        seen = ids_seen_on(lake_root, days[-1])
+        person = pick_person(reader, persons_by_master(lake_root), seen)
+        if person is None:
+            raise LiveDemoError(f"no person of 2+ ids active on {days[-1]} is outside {SEGMENT}")
+        key = tenant_key(SEGMENT_RULE.app_id)
+        t0 = time.monotonic()
+        broker.start()
+        settings = EventBusSettings(bootstrap_servers=broker.bootstrap_servers)
+        ensure_topic(settings)
+        _print(
+            f"  Apache Kafka {broker.version} (one KRaft node) on {broker.bootstrap_servers}, "
+            f"topic {settings.topic!r}: up in {time.monotonic() - t0:.1f}s"
+        )
+        t0 = time.monotonic()
+        with LiveCommands(settings, hbase.address, lake_root, work / "logs") as commands:
+            _print(
+                f"  profiles stream live-profiles (group {commands.group_id}) and profiles serve "
+                f"({commands.url}): up in {time.monotonic() - t0:.1f}s"
+            )
+            _print(
+                f"  person of {len(person.ids)} ids, master {person.master}, not in {SEGMENT}: "
+                f"events for {person.sent_to.profile} ({person.sent_to.id_type}), reads of "
+                f"{person.read_from.profile} ({person.read_from.id_type})"
+            )
+            outcome = send_and_watch(commands, reader, person, key)
+        sent = outcome.events
+        _print(
+            f"  POST /v1/events (key {key}): {', '.join(e['event_type'] for e in sent)} "
+            f"at {sent[0]['event_time']} for {person.sent_to.profile}"
+        )
+        _print(f"      -> {outcome.status} {json.dumps(outcome.answer)}")
+        _print(
+            f"  segments({person.read_from.profile}), another id of the person: {SEGMENT} "
+            f"visible {outcome.seconds_to_visible:.2f}s after the 202 (now "
+            f"{', '.join(outcome.after.segments)}; before "
+            f"{', '.join(outcome.before.segments) or 'none'})"
+        )
+        counters = ", ".join(
+            f"{event} {outcome.before.counters.get(event, 0.0):.2f} -> "
+            f"{outcome.after.counters.get(event, 0.0):.2f}"
+            for event in dict.fromkeys(e["event_type"] for e in sent)
+        )
+        _print(f"      counters  {counters}")
+        _print(f"  live job stopped: {outcome.job_summary}")
+        succeeded = True
+    except (KafkaStartError, TopicError, LiveDemoError) as error:
+        _print(f"  FAILED (the bound is {VISIBLE_TIMEOUT_S:.0f}s): {error}")
+        succeeded = False
+    finally:
+        broker.stop()
+        hbase.close()
+    if succeeded:
+        shutil.rmtree(work, ignore_errors=True)
+        _print(f"  Kafka stopped, its data removed ({time.monotonic() - started:.1f}s in all)")
+    else:
+        _print(f"  Kafka stopped; its data and the commands' logs kept in {work}")
+    return succeeded
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -449,6 +539,10 @@ def main(argv: list[str] | None = None) -> int:
     _print()
     _print("== Forgetting a person: HBase at once, then the lake, identity graph and sketches ==")
     failures += not _forget_a_person(lake_root, instance)
+
+    _print()
+    _print("== Real time: an event reaches a bidder's read within seconds ==")
+    failures += not show_real_time(lake_root, days)
 
     _print()
     _print("== What was produced ==")
