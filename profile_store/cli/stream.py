@@ -185,19 +185,23 @@ def add_metrics_options(parser: argparse.ArgumentParser, measured: str) -> None:
     )
 
 
-def _serve_metrics(
+def _start(
     args: argparse.Namespace, name: str, command: str
-) -> tuple[ConsumerMetrics | None, Any]:
-    """The consumer's metrics and their listener, both None without ``--metrics-port``;
-    raises ``OSError`` naming the port when it cannot be bound."""
-    if args.metrics_port is None:
-        return None, None
-    metrics = ConsumerMetrics(name)
-    try:
-        return metrics, metrics.serve(args.metrics_host, args.metrics_port)
-    except OSError as error:
-        message = f"profiles stream {command}: metrics port {args.metrics_port}: {error}"
-        raise OSError(message) from error
+) -> tuple[ConsumerMetrics | None, Any, threading.Event] | None:
+    """The consumer's metrics and their listener (both None without ``--metrics-port``), and
+    the event SIGTERM or Ctrl-C sets; None, the error printed, when the port cannot be bound."""
+    metrics = listener = None
+    if args.metrics_port is not None:
+        metrics = ConsumerMetrics(name)
+        try:
+            listener = metrics.serve(args.metrics_host, args.metrics_port)
+        except OSError as error:
+            print(
+                f"profiles stream {command}: metrics port {args.metrics_port}: {error}",
+                file=sys.stderr,
+            )
+            return None
+    return metrics, listener, _stop_on_signals()
 
 
 def _segment_rules(path: str | None) -> tuple:
@@ -252,12 +256,10 @@ def run_live_profiles(args: argparse.Namespace) -> int:
     except (EventBusSettingsError, ValueError) as error:
         print(f"profiles stream live-profiles: {error}", file=sys.stderr)
         return EXIT_INPUT
-    try:
-        metrics, listener = _serve_metrics(args, "live_profiles", "live-profiles")
-    except OSError as error:
-        print(error, file=sys.stderr)
+    started = _start(args, "live_profiles", "live-profiles")
+    if started is None:
         return EXIT_FAILURE
-    stop = _stop_on_signals()
+    metrics, listener, stop = started
     try:
         topic = ensure_topic(settings)
         with hbase_pool(hbase.with_overrides(pool_size=1)) as pool:
@@ -317,12 +319,10 @@ def run_lake_sink(args: argparse.Namespace) -> int:
     except (EventBusSettingsError, ValueError) as error:
         print(f"profiles stream lake-sink: {error}", file=sys.stderr)
         return EXIT_INPUT
-    try:
-        metrics, listener = _serve_metrics(args, "lake_sink", "lake-sink")
-    except OSError as error:
-        print(error, file=sys.stderr)
+    started = _start(args, "lake_sink", "lake-sink")
+    if started is None:
         return EXIT_FAILURE
-    stop = _stop_on_signals()
+    metrics, listener, stop = started
     try:
         topic = ensure_topic(settings)
         logger.info(

@@ -70,9 +70,10 @@ _MAX_OFFSET_S = 18 * 3600
 def event_millis(times: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """Epoch ms of event times exactly as ingest accepts them, and which ones it accepts.
 
-    Spark's patterns (``yyyy-MM-dd'T'HH:mm:ss[.SSS]XXX``): one to three fraction digits, ``Z``
-    (either case) or an offset of at most 18 hours, a date and time that exist (the parsed
-    time is formatted back and compared, as Arrow's parser rolls ``11-31`` over into December).
+    Spark's patterns (date, ``T``, time, an optional fraction, then a zone offset): one to three
+    fraction digits, ``Z`` (either case) or an offset of at most 18 hours, a date and time that
+    exist (the parsed time is formatted back and compared, as Arrow's parser rolls ``11-31``
+    over into December).
     """
     parts = pc.extract_regex(pc.cast(times, pa.string()), _STRICT_TIME)
     local_text = pc.struct_field(parts, "local")

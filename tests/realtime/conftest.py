@@ -1,4 +1,5 @@
-"""One real Apache Kafka for the real-time tests (``profile_store.launchers.kafka_broker``).
+"""One real Apache Kafka for the real-time tests (``profile_store.launchers.kafka_broker``), and
+an embedded gateway per module for those that write profile rows.
 
 The first session on a machine resolves Kafka's jars from Maven Central. Without Java or Maven
 the tests fail with one line naming the package to install, never a silent skip.
@@ -14,6 +15,7 @@ import pytest
 
 from profile_store.event_bus.settings import EventBusSettings
 from profile_store.event_bus.topics import ensure_topic
+from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.launchers.kafka_broker import KafkaBroker, KafkaStartError
 
 
@@ -42,3 +44,9 @@ def bus(kafka_broker: KafkaBroker, request: pytest.FixtureRequest) -> EventBusSe
     )
     ensure_topic(settings)
     return settings
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EmbeddedGateway]:
+    with EmbeddedGateway(tmp_path_factory.mktemp("hbase")) as started:
+        yield started

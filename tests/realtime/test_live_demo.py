@@ -87,12 +87,6 @@ def write_rows(table, ids: list[str], as_of_ms: int, segments: dict[str, int]) -
         table.put(profile_key(profile), profile_cells(row))
 
 
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory) -> EmbeddedGateway:
-    with EmbeddedGateway(tmp_path_factory.mktemp("live-demo-hbase")) as started:
-        yield started
-
-
 @pytest.fixture
 def connection(gateway):
     opened = happybase.Connection(**gateway.connection_kwargs())

@@ -36,7 +36,6 @@ from live_rows import (
 from profile_store.event_bus.producer import EventProducer
 from profile_store.event_bus.settings import EventBusSettings
 from profile_store.event_bus.topics import ensure_topic
-from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.profiles.live_cells import (
     Lineage,
     LiveCell,
@@ -54,12 +53,6 @@ from profile_store.profiles.table import (
 from profile_store.realtime.live_profiles import LiveProfiles, LiveProfilesConfig
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture(scope="module")
-def gateway(tmp_path_factory) -> EmbeddedGateway:
-    with EmbeddedGateway(tmp_path_factory.mktemp("live-hbase")) as started:
-        yield started
 
 
 @pytest.fixture
