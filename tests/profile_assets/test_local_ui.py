@@ -1,6 +1,7 @@
 """The Dagster UI as `make ui` opens it (``profile_assets.local_ui``): partitions from the lake's
 first day, the job page's automation tag in agreement with the automation sensor, no first-run
-pop-up; checked over GraphQL and in Debian's chromium."""
+pop-up, and an asset list whose status column shows what the instance holds as built; checked
+over GraphQL and in Debian's chromium."""
 
 from __future__ import annotations
 
@@ -16,10 +17,12 @@ from pathlib import Path
 
 import httpx
 import pytest
+from dagster import AssetMaterialization, DagsterInstance
 from playwright.sync_api import sync_playwright
 from system_requirements import chromium
 from webserver_wait import free_port, wait_until_answering
 
+from profile_assets.definitions import defs
 from profile_assets.demo import default_start
 from profile_assets.local_ui import first_landing_day, with_lake_start_date
 from profile_store.lake.storage import LocalLakeStorage
@@ -58,16 +61,32 @@ def test_the_demos_days_end_yesterday():
     assert default_start(5, today=date(2026, 11, 26)) == date(2026, 11, 21)
 
 
+def record_built(home: Path, days: list[date]) -> None:
+    """Every daily asset recorded as materialized on ``days`` in the instance at ``home``,
+    upstream first (as a run of the demo leaves them: nothing for automation to request)."""
+    graph = defs.get_repository_def().asset_graph
+    daily = [key for key in graph.toposorted_asset_keys if graph.get(key).is_partitioned]
+    with DagsterInstance.from_config(str(home)) as instance:
+        for key in daily:
+            for day in days:
+                instance.report_runless_asset_event(
+                    AssetMaterialization(key, partition=day.isoformat())
+                )
+
+
 @pytest.fixture(scope="module")
 def local_ui(tmp_path_factory):
     """`make ui`'s command over a lake of LAKE_DAYS landing days ending yesterday (no
-    ``_SUCCESS`` markers, so the landing sensor launches no run), on a free port."""
+    ``_SUCCESS`` markers, so the landing sensor launches no run), every daily asset recorded as
+    built on them, on a free port."""
     home = tmp_path_factory.mktemp("dagster_home")
     shutil.copy(REPO / "examples" / "dagster.local.yaml", home / "dagster.yaml")
     lake = tmp_path_factory.mktemp("lake")
     yesterday = datetime.now(UTC).date() - timedelta(days=1)
-    for offset in range(LAKE_DAYS):
-        landing_file(lake, yesterday - timedelta(days=offset))
+    days = [yesterday - timedelta(days=offset) for offset in reversed(range(LAKE_DAYS))]
+    for day in days:
+        landing_file(lake, day)
+    record_built(home, days)
     port = free_port()
     env = {**os.environ, "DAGSTER_HOME": str(home), "PROFILES_LAKE_ROOT": str(lake)}
     env.pop("PROFILES_START_DATE", None)
@@ -136,6 +155,40 @@ def test_the_ui_opens_without_the_first_run_pop_up(local_ui):
             page.goto(f"{local_ui}/assets")
             page.get_by_text("raw_events").first.wait_for(timeout=120_000)
             assert page.locator("[role=dialog]").count() == 0
+        finally:
+            browser.close()
+
+
+def status_cells(page, asset: str) -> list[str]:
+    """The asset list's status column for ``asset``: materialized, missing, failed and
+    in-progress counts, then "N partitions" (or "Never materialized")."""
+    name = page.get_by_text(asset, exact=True).first
+    row = name.locator(
+        "xpath=ancestor::*[contains(., 'profile_assets.definitions') and "
+        "(contains(., 'partitions') or contains(., 'materialized'))][1]"
+    )
+    lines = row.inner_text().splitlines()
+    return lines[lines.index("profile_assets.definitions") + 3 :]
+
+
+def test_the_asset_list_shows_every_daily_asset_built_on_every_day(local_ui):
+    with sync_playwright() as driver:
+        browser = driver.chromium.launch(
+            executable_path=chromium(), args=["--no-sandbox", "--disable-dev-shm-usage"]
+        )
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"{local_ui}/assets")
+            page.get_by_text(f"{LAKE_DAYS} partitions").first.wait_for(timeout=120_000)
+            graph = defs.get_repository_def().asset_graph
+            daily = sorted(
+                key.to_user_string() for key in graph.get_all_asset_keys()
+                if graph.get(key).is_partitioned
+            )  # fmt: skip
+            shown = {asset: status_cells(page, asset) for asset in daily}
+            # materialized: all; missing, failed, in progress: none
+            expected = ["All", "0", "0", "0", f"{LAKE_DAYS} partitions"]
+            assert shown == dict.fromkeys(daily, expected)
             target = os.environ.get("BUILDER_SCREENSHOTS")
             if target:
                 page.screenshot(path=str(Path(target) / "dagster-assets.png"))
