@@ -16,6 +16,10 @@ A day in range without the pair's aggregate row costs one more multi-get, of the
 built-day markers: on a built day the pair had no users (real traffic is sparse: an app with no
 installs on a Monday), so the day adds nothing; only days not built are refused.
 
+A query with a refused leaf is refused whole, once every leaf is read: the refusal names each
+leaf's causes and proposes what all of them answer; looking around the asked ranges for it
+costs two multi-gets for all leaves together (answerable.py).
+
 The sketches are unioned in C++; the tree is evaluated in C++; bounds are DataSketches' (2
 standard deviations, about 95%). Unions keep up to 2^16 entries, more than a day's sketch
 (lg_k 12): every hash the days' sketches hold below their common theta is a sample, so a
@@ -36,12 +40,14 @@ from datetime import date, timedelta
 from datasketches import compact_theta_sketch, theta_intersection
 
 from profile_store.audiences.answerable import (
+    NEAREST_REACH_DAYS,
     NOT_BUILT,
     Cause,
     UnanswerableQuery,
     attribute_causes,
-    largest_run,
-    nearest_range,
+    days_between,
+    proposal_sentence,
+    propose,
     refusal_message,
 )
 from profile_store.audiences.built_days import latest_built_day
@@ -135,10 +141,12 @@ def leaf_filter(leaf: Leaf) -> bytes:
 
 @dataclass
 class LeafRows:
-    """A leaf's sketch blobs by day (the rows that hold its users), and the rows read."""
+    """A leaf's sketch blobs by day (the rows that hold its users), the rows read, and why
+    some of its days cannot be answered (none: the leaf can be answered)."""
 
     blobs: dict[date, list[bytes]]
     rows: int
+    causes: list[Cause] = field(default_factory=list)
 
     def all_blobs(self) -> list[bytes]:
         return [blob for day in sorted(self.blobs) for blob in self.blobs[day]]
@@ -198,9 +206,6 @@ class OverlapQueryError(QueryError):
         self.index = index
         self.error = error
 
-
-NEAREST_REACH_DAYS = 31
-"""How far before or after a refused range the nearest answerable range is looked for."""
 
 MAX_CHART_DAYS = 92
 """Longest range ``daily`` charts: a quarter of days, each one estimate."""
@@ -281,7 +286,7 @@ class AudienceEngine:
         self, table, query: Node
     ) -> tuple[compact_theta_sketch, dict[str, compact_theta_sketch], int]:
         """The tree's result sketch, its leaves' sketches and the rows read."""
-        reads = {leaf.path: self._read_leaf(table, leaf) for leaf in leaves(query)}
+        reads = self._read_leaves(table, leaves(query))
         sketches = {
             leaf.path: self._union(leaf, reads[leaf.path].all_blobs()) for leaf in leaves(query)
         }
@@ -303,7 +308,7 @@ class AudienceEngine:
                     "$",
                     f"the leaves span {span} days; a daily chart covers at most {MAX_CHART_DAYS}",
                 )
-            reads = {leaf.path: self._read_leaf(table, leaf) for leaf in all_leaves}
+            reads = self._read_leaves(table, all_leaves)
         answers = []
         for offset in range(span):
             day = first + timedelta(days=offset)
@@ -337,6 +342,14 @@ class AudienceEngine:
             f"the {query.operator} leaves only {retained} retained samples: the estimate's "
             f"relative standard error is about {relative_error:.0%}; widen the sets or raise lg_k"
         ]
+
+    def _read_leaves(self, table, all_leaves: list[Leaf]) -> dict[str, LeafRows]:
+        """Every leaf's rows by path; when some leaf cannot be answered, the refusal of the
+        whole query (every leaf read first, so that it names the causes of each)."""
+        reads = {leaf.path: self._read_leaf(table, leaf) for leaf in all_leaves}
+        if any(read.causes for read in reads.values()):
+            raise _refusal(table, all_leaves, reads)
+        return reads
 
     def _read_leaf(self, table, leaf: Leaf) -> LeafRows:
         sketch_column = COUNTS if leaf.min_count else THETA
@@ -376,8 +389,7 @@ class AudienceEngine:
                 trimmed_by_day[day] = json.loads(cells[TRIMMED]) if TRIMMED in cells else None
             elif sketch_column in cells:
                 blobs.setdefault(day, []).append(cells[sketch_column])
-        self._check_answerable(table, leaf, kept_by_day, trimmed_by_day)
-        return LeafRows(blobs, rows)
+        return LeafRows(blobs, rows, _causes(table, leaf, kept_by_day, trimmed_by_day))
 
     def _read_aggregates(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRows:
         """A leaf without attribute filters: its days' aggregate rows, one multi-get.
@@ -389,8 +401,7 @@ class AudienceEngine:
         found = table.rows(list(keys), columns=[sketch_column, KEPT])
         kept_by_day = {keys[key]: set(json.loads(cells.get(KEPT, b"[]"))) for key, cells in found}
         blobs = {keys[k]: [cells[sketch_column]] for k, cells in found if sketch_column in cells}
-        self._check_answerable(table, leaf, kept_by_day, {})
-        return LeafRows(blobs, len(found))
+        return LeafRows(blobs, len(found), _causes(table, leaf, kept_by_day, {}))
 
     def _read_marginals(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRows | None:
         """A one-attribute leaf: its days' marginal rows and kept markers, one multi-get.
@@ -422,61 +433,79 @@ class AudienceEngine:
             return users_with_min_count(blobs, leaf.min_count, self.union_lg_k)
         return union_theta(blobs, self.union_lg_k)
 
-    def _check_answerable(
-        self,
-        table,
-        leaf: Leaf,
-        kept_by_day: dict[date, set[str]],
-        trimmed_by_day: dict[date, dict[str, dict] | None],
-    ) -> None:
-        """Every day must hold the pair or be built (one more multi-get, only when a day lacks
-        the pair); on days with the pair, every filtered attribute must be kept. A refusal
-        names each cause with its days, and the range the sketches can answer instead."""
-        causes: list[Cause] = []
-        without_pair = [d for d in leaf.days() if d not in kept_by_day]
-        if without_pair:
-            built = _built_days(table, without_pair)
-            missing = tuple(d for d in without_pair if d not in built)
-            if missing:
-                causes.append(Cause(NOT_BUILT, missing))
-        for name in sorted(leaf.attributes):
-            causes += attribute_causes(name, kept_by_day, trimmed_by_day)
-        if not causes:
-            return
-        refused = {day for cause in causes for day in cause.days}
-        answerable = largest_run(d for d in leaf.days() if d not in refused)
-        if answerable is None:
-            answerable = self._nearest_answerable(table, leaf)
-        path = leaf.path
-        if causes[0].attribute is not None:
-            path = f"{leaf.path}.attributes.{causes[0].attribute}"
-        length = len(leaf.days())
-        name = f"{leaf.app_id}/{leaf.event_type}"
-        raise UnanswerableQuery(
-            path, refusal_message(name, causes, answerable, length), causes, answerable
-        )
 
-    @staticmethod
-    def _nearest_answerable(table, leaf: Leaf) -> tuple[date, date] | None:
-        """The nearest range of the leaf's length whose every day can be answered, within
-        ``NEAREST_REACH_DAYS``: one multi-get of the aggregate rows around it, and one of the
-        built-day markers of the days without one."""
-        reach = timedelta(days=NEAREST_REACH_DAYS)
-        first, last = leaf.date_from - reach, leaf.date_to + reach
-        days = [first + timedelta(days=i) for i in range((last - first).days + 1)]
-        keys = {aggregate_rowkey(leaf.app_id, leaf.event_type, day): day for day in days}
-        kept = {
-            keys[key]: set(json.loads(cells.get(KEPT, b"[]")))
-            for key, cells in table.rows(list(keys), columns=[KEPT])
-        }
-        built = _built_days(table, [day for day in days if day not in kept])
+def _causes(
+    table,
+    leaf: Leaf,
+    kept_by_day: dict[date, set[str]],
+    trimmed_by_day: dict[date, dict[str, dict] | None],
+) -> list[Cause]:
+    """Why some days of the leaf cannot be answered: every day must hold the pair or be built
+    (one more multi-get, only when a day lacks the pair); on days with the pair, every filtered
+    attribute must be kept."""
+    causes: list[Cause] = []
+    without_pair = [d for d in leaf.days() if d not in kept_by_day]
+    if without_pair:
+        built = _built_days(table, without_pair)
+        missing = tuple(d for d in without_pair if d not in built)
+        if missing:
+            causes.append(Cause(NOT_BUILT, missing, leaf.path))
+    for name in sorted(leaf.attributes):
+        causes += attribute_causes(leaf.path, name, kept_by_day, trimmed_by_day)
+    return causes
 
-        def answerable(day: date) -> bool:
-            if day in kept:
-                return all(name in kept[day] for name in leaf.attributes)
+
+def _refusal(table, all_leaves: list[Leaf], reads: dict[str, LeafRows]) -> UnanswerableQuery:
+    """The refusal of a query some of whose leaves cannot be answered: the causes of each, in
+    leaf order, and what every leaf can answer instead; ``path`` is the first refused leaf
+    (its attribute when an attribute is its first cause)."""
+    causes = [cause for leaf in all_leaves for cause in reads[leaf.path].causes]
+    ranges = [(leaf.date_from, leaf.date_to) for leaf in all_leaves]
+    proposal = propose(
+        ranges,
+        (day for cause in causes for day in cause.days),
+        lambda: _refused_around(table, all_leaves),
+    )
+    first = causes[0]
+    path = first.leaf if first.attribute is None else f"{first.leaf}.attributes.{first.attribute}"
+    names = {
+        leaf.path: f"{leaf.app_id}/{leaf.event_type}"
+        + (f" at {leaf.path}" if leaf.path != "$" else "")
+        for leaf in all_leaves
+    }
+    problem = refusal_message(causes, names, proposal_sentence(proposal, ranges))
+    if proposal is None:
+        return UnanswerableQuery(path, problem, causes, None)
+    answerable = (proposal.first, proposal.last)
+    return UnanswerableQuery(path, problem, causes, answerable, proposal.shift_days)
+
+
+def _refused_around(table, all_leaves: list[Leaf]) -> list[set[date]]:
+    """Each leaf's refused days within ``NEAREST_REACH_DAYS`` of its range, for every leaf at
+    once: one multi-get of the aggregate rows of its (app, event) on those days, and one of the
+    built-day markers of the days where some leaf has none."""
+    reach = timedelta(days=NEAREST_REACH_DAYS)
+    around = {
+        leaf.path: days_between(leaf.date_from - reach, leaf.date_to + reach) for leaf in all_leaves
+    }
+    keys = {
+        aggregate_rowkey(leaf.app_id, leaf.event_type, day): (leaf.app_id, leaf.event_type, day)
+        for leaf in all_leaves
+        for day in around[leaf.path]
+    }
+    kept = {
+        keys[key]: set(json.loads(cells.get(KEPT, b"[]")))
+        for key, cells in table.rows(list(keys), columns=[KEPT])
+    }
+    built = _built_days(table, sorted({key[2] for key in keys.values() if key not in kept}))
+
+    def answerable(leaf: Leaf, day: date) -> bool:
+        names = kept.get((leaf.app_id, leaf.event_type, day))
+        if names is None:
             return day in built
+        return all(name in names for name in leaf.attributes)
 
-        return nearest_range(answerable, leaf.date_from, len(leaf.days()), NEAREST_REACH_DAYS)
+    return [{day for day in around[leaf.path] if not answerable(leaf, day)} for leaf in all_leaves]
 
 
 def _marked_rows(

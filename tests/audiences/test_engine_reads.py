@@ -140,6 +140,25 @@ def test_a_day_neither_built_nor_holding_the_pair_is_refused(connection):
     assert counted.calls == ["rows", "rows"]
 
 
+def test_an_answerable_query_of_several_criteria_reads_each_leaf_once(connection):
+    engine, counted = counting_engine(connection)
+    funnel = {"difference": [purchases(event_type="install"), purchases()]}
+    assert engine.estimate(funnel).estimate == 70
+    assert counted.calls == ["rows", "rows"]  # each leaf's aggregate rows, nothing more
+
+
+def test_refusing_several_criteria_reads_each_leaf_then_two_multi_gets_around_them(connection):
+    engine, counted = counting_engine(connection)
+    never_seen = purchases(event_type="install", attributes={"color": "red"})
+    half_built = purchases(app_id="com.rival", event_type="install")
+    with pytest.raises(QueryError, match="com.rival/install at .*not built"):
+        engine.estimate({"intersection": [never_seen, half_built]})
+    # The first leaf's markers and scan, the second's aggregate rows and built-day markers;
+    # then, no day being answerable by both, the aggregate rows around every leaf's range and
+    # the built-day markers of the days without them: one multi-get each, for all leaves.
+    assert counted.calls == ["rows", "scan", "rows", "rows", "rows", "rows"]
+
+
 @pytest.mark.parametrize("union_lg_k", [3, 27])
 def test_union_size_outside_the_library_range_is_rejected(union_lg_k):
     with pytest.raises(ValueError, match="union_lg_k: must be between 4 and 26"):

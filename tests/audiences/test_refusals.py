@@ -22,7 +22,7 @@ from profile_store.audiences.answerable import (
     VALUES_TOO_DISTINCT,
     UnanswerableQuery,
     largest_run,
-    nearest_range,
+    nearest_shift,
 )
 from profile_store.audiences.built_days import built_day_cells
 from profile_store.audiences.engine import AudienceEngine
@@ -30,7 +30,7 @@ from profile_store.audiences.sketch_table import ensure_table, write_rows
 
 TABLE = "sketches_refusals"
 APP, EVENT = "td.14", "click"
-D6, D7, D8, D9, D10 = (date(2017, 11, day) for day in range(6, 11))
+D5, D6, D7, D8, D9, D10 = (date(2017, 11, day) for day in range(5, 11))
 RULE = {"max_distinct": 100, "max_distinct_ratio": 0.1, "few_values": 20}
 ID_LIKE_OS = {
     "reason": VALUES_TOO_DISTINCT, "distinct_values": 40, "appearances": 45, "window_days": 1,
@@ -125,10 +125,11 @@ def test_a_day_not_built_is_its_own_cause(engine):
 
 
 def test_the_details_carry_the_causes_and_the_range_as_json():
-    refused = UnanswerableQuery("$", "p", [], (D7, D9))
+    refused = UnanswerableQuery("$", "p", [], (D7, D9), shift_days=1)
     assert refused.details() == {
         "causes": [],
         "answerable_range": {"date_from": "2017-11-07", "date_to": "2017-11-09"},
+        "answerable_shift_days": 1,
     }
 
 
@@ -137,9 +138,14 @@ def test_the_largest_run_prefers_the_latest_of_equal_runs():
     assert largest_run([]) is None
 
 
-def test_the_nearest_range_prefers_the_earlier_of_two_equally_near():
-    answerable = {D6, D8}.__contains__
-    assert nearest_range(answerable, D7, 1, reach=3) == (D6, D6)
+def test_the_nearest_shift_prefers_the_earlier_of_two_equally_near():
+    assert nearest_shift([(D7, D7)], [{D7}], reach=3) == -1
+
+
+def test_the_nearest_shift_clears_every_range_at_once():
+    # Alone, the first range would move 1 day later (onto D7), which the second refuses (D9).
+    refused = [{D5, D6}, {D7, D8, D9}]
+    assert nearest_shift([(D6, D6), (D8, D8)], refused, reach=3) == -2
 
 
 def test_a_day_built_before_causes_were_recorded_says_trimmed_or_never_seen(sketch_gateway):
@@ -156,3 +162,118 @@ def test_a_day_built_before_causes_were_recorded_says_trimmed_or_never_seen(sket
     connection.close()
     assert [c.reason for c in refused.causes] == [NOT_KEPT]
     assert "trimmed or never seen on 2017-11-06" in refused.problem
+
+
+# -- queries of several criteria -----------------------------------------------------------------
+#
+# ``td.7`` in its own table, built from 2017-12-01 to 2017-12-12 (no other day is built). Both
+# events filter on ``os``: on ``open`` it is kept every day but the 6th and 7th (trimmed as
+# id-like); on ``buy`` it is kept from the 3rd to the 7th and from the 10th, never seen on the
+# 1st, 2nd, 8th and 9th. So both answer the 3rd to the 5th and the 10th to the 12th.
+
+CRITERIA_APP = "td.7"
+C = {day: date(2017, 12, day) for day in range(1, 13)}
+OPEN_REFUSED = (6, 7)
+BUY_REFUSED = (1, 2, 8, 9)
+
+
+def criterion_day(event: str, day: int, refused_days: tuple[int, ...], trimmed: dict) -> list:
+    if day in refused_days:
+        return day_rows(CRITERIA_APP, event, C[day], {"": {"u0": 1}}, [], trimmed)
+    users = {f"u{i}": 1 for i in range(10)}
+    return day_rows(CRITERIA_APP, event, C[day], {"os=ios": users}, ["os"], {})
+
+
+@pytest.fixture(scope="module")
+def criteria_engine(sketch_gateway) -> AudienceEngine:
+    connection = happybase.Connection(**sketch_gateway.connection_kwargs())
+    ensure_table(connection, "sketches_criteria")
+    table = connection.table("sketches_criteria")
+    for day in C:
+        write_rows(table, criterion_day("open", day, OPEN_REFUSED, {"os": ID_LIKE_OS}))
+        write_rows(table, criterion_day("buy", day, BUY_REFUSED, {}))
+        table.put(*built_day_cells(C[day], [(CRITERIA_APP, "buy"), (CRITERIA_APP, "open")]))
+
+    @contextlib.contextmanager
+    def open_table():
+        yield connection.table("sketches_criteria")
+
+    yield AudienceEngine(open_table)
+    connection.close()
+
+
+def criterion(event: str, first: int | None = None, last: int | None = None, **extra) -> dict:
+    dates = {} if first is None else {"date_from": str(C[first]), "date_to": str(C[last])}
+    return {
+        "app_id": CRITERIA_APP, "event_type": event, "attributes": {"os": "ios"}, **dates, **extra,
+    }  # fmt: skip
+
+
+def refused_tree(engine: AudienceEngine, tree: dict) -> UnanswerableQuery:
+    with pytest.raises(UnanswerableQuery) as refused:
+        engine.estimate(tree)
+    return refused.value
+
+
+def test_every_refused_criterion_names_its_causes_beside_its_leaf(criteria_engine):
+    tree = {"intersection": [criterion("open", 1, 7), criterion("buy", 1, 7)]}
+    refused = refused_tree(criteria_engine, tree)
+    assert [(c.leaf, c.reason, c.attribute, c.days) for c in refused.causes] == [
+        ("$.intersection[0]", VALUES_TOO_DISTINCT, "os", (C[6], C[7])),
+        ("$.intersection[1]", NEVER_SEEN, "os", (C[1], C[2])),
+    ]
+    assert refused.path == "$.intersection[0].attributes.os"
+    assert (
+        "attribute 'os' of td.7/open at $.intersection[0] cannot be filtered on: trimmed on "
+        "2017-12-06, 2017-12-07" in refused.problem
+    )
+    assert (
+        "attribute 'os' of td.7/buy at $.intersection[1] cannot be filtered on: never seen on "
+        "2017-12-01, 2017-12-02" in refused.problem
+    )
+
+
+def test_the_range_proposed_is_the_largest_run_every_criterion_answers(criteria_engine):
+    tree = {"intersection": [criterion("open", 1, 7), criterion("buy", 1, 7)]}
+    refused = refused_tree(criteria_engine, tree)
+    assert refused.answerable == (C[3], C[5]) and refused.shift_days is None
+    assert refused.problem.endswith(
+        "the sketches can answer every criterion over 2017-12-03 .. 2017-12-05"
+    )
+
+
+def test_without_a_common_day_the_nearest_range_every_criterion_answers_is_proposed(
+    criteria_engine,
+):
+    # The 8th and 9th: open answers them, buy does not. The 6th and 7th (buy's nearest) are
+    # refused by open; the 10th and 11th are answered by both.
+    tree = {"difference": [criterion("open", 8, 9), criterion("buy", 8, 9)]}
+    refused = refused_tree(criteria_engine, tree)
+    assert refused.answerable == (C[10], C[11]) and refused.shift_days == 2
+
+
+def test_criteria_of_different_ranges_are_moved_together_by_the_nearest_shift(criteria_engine):
+    # open over the 1st-2nd and buy over the 7th-8th: moved 3 days later, open answers the
+    # 4th-5th and buy the 10th-11th; every nearer shift leaves one of them a refused day.
+    tree = {"union": [criterion("open", 1, 2), criterion("buy", 7, 8)]}
+    refused = refused_tree(criteria_engine, tree)
+    assert refused.answerable == (C[4], C[11])
+    assert refused.shift_days == 3
+    assert refused.problem.endswith(
+        "the sketches can answer the query moved 3 days later (2017-12-04 .. 2017-12-11)"
+    )
+
+
+def test_no_proposal_when_no_shift_nearby_answers_every_criterion(criteria_engine):
+    # buy over seven days always meets a refused day among the twelve built ones.
+    tree = {"intersection": [criterion("open", 1, 2), criterion("buy", 6, 12)]}
+    refused = refused_tree(criteria_engine, tree)
+    assert refused.answerable is None and refused.shift_days is None
+    assert refused.problem.endswith("no shift of the query within 31 days can be answered")
+
+
+def test_relative_criteria_are_proposed_in_the_days_they_resolve_to(criteria_engine):
+    # The last 7 days end with the 12th: open refuses the 6th-7th, buy the 8th-9th.
+    tree = {"intersection": [criterion("open", last_days=7), criterion("buy", last_days=7)]}
+    refused = refused_tree(criteria_engine, tree)
+    assert refused.answerable == (C[10], C[12])

@@ -116,6 +116,36 @@ def test_with_json_a_refusal_carries_its_causes_and_the_answerable_range(
     assert error["answerable_range"] == {"date_from": "2026-11-01", "date_to": "2026-11-02"}
 
 
+def test_a_refusal_of_several_criteria_names_each_criterions_causes(tmp_path, hbase_flags, capsys):
+    up_to_3rd = {"date_to": "2026-11-03"}
+    tree = {"intersection": [leaf("install", **up_to_3rd), leaf("purchase", **up_to_3rd)]}
+    code = cli.main(["estimate", write_query(tmp_path, tree), *hbase_flags])
+    assert code == 2
+    assert capsys.readouterr().err == (
+        "query error at $.intersection[0]: no sketches for com.shop/install at "
+        "$.intersection[0] on 2026-11-03: the day is not built yet (materialize "
+        "audience_sketches for it); no sketches for com.shop/purchase at $.intersection[1] on "
+        "2026-11-03: the day is not built yet (materialize audience_sketches for it); the "
+        "sketches can answer every criterion over 2026-11-01 .. 2026-11-02\n"
+    )
+
+
+def test_with_json_a_refusal_of_several_criteria_is_the_http_apis_body(
+    tmp_path, hbase_flags, capsys
+):
+    up_to_3rd = {"date_to": "2026-11-03"}
+    tree = {"intersection": [leaf("install", **up_to_3rd), leaf("purchase", **up_to_3rd)]}
+    code = cli.main(["estimate", write_query(tmp_path, tree), "--json", *hbase_flags])
+    error = json.loads(capsys.readouterr().err)
+    assert code == 2
+    assert [(c.get("leaf"), c["reason"]) for c in error["causes"]] == [
+        ("$.intersection[0]", "not_built"),
+        ("$.intersection[1]", "not_built"),
+    ]
+    assert error["answerable_range"] == {"date_from": "2026-11-01", "date_to": "2026-11-02"}
+    assert error["answerable_shift_days"] is None
+
+
 def test_with_json_an_error_is_a_json_object_on_stderr(tmp_path, hbase_flags, capsys):
     code = cli.main(["estimate", write_query(tmp_path, {"xor": []}), "--json", *hbase_flags])
     assert code == 2

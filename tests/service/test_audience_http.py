@@ -187,7 +187,9 @@ def test_garbage_bodies_are_client_errors_with_a_reason(client, body):
     response = post(client, body)
     assert 400 <= response.status_code < 500, response.text
     error = response.json()
-    refusal = {"causes", "answerable_range"} if response.status_code == 422 else set()
+    refusal = set()
+    if response.status_code == 422:
+        refusal = {"causes", "answerable_range", "answerable_shift_days"}
     assert set(error) == {"error", "message", "path", *refusal} and error["message"]
 
 
@@ -304,9 +306,23 @@ def test_an_unanswerable_query_carries_its_causes_and_the_answerable_range(clien
     response = post(client, leaf("install", date_to="2026-11-03"))
     body = response.json()
     assert body["causes"] == [
-        {"reason": "not_built", "attribute": None, "days": ["2026-11-03"], "measured": []}
+        {"leaf": "$", "reason": "not_built", "attribute": None, "days": ["2026-11-03"],
+         "measured": []}
+    ]  # fmt: skip
+    assert body["answerable_range"] == {"date_from": "2026-11-01", "date_to": "2026-11-02"}
+
+
+def test_a_refusal_of_several_criteria_gives_each_criterions_causes_with_its_leaf(client):
+    up_to_3rd = {"date_to": "2026-11-03"}
+    tree = {"intersection": [leaf("install", **up_to_3rd), leaf("purchase", **up_to_3rd)]}
+    body = post(client, tree).json()
+    unbuilt = {"reason": "not_built", "attribute": None, "days": ["2026-11-03"], "measured": []}
+    assert body["causes"] == [
+        {"leaf": "$.intersection[0]", **unbuilt},
+        {"leaf": "$.intersection[1]", **unbuilt},
     ]
     assert body["answerable_range"] == {"date_from": "2026-11-01", "date_to": "2026-11-02"}
+    assert body["answerable_shift_days"] is None
 
 
 def test_the_openapi_schema_documents_the_causes_and_the_answerable_range(client):
@@ -314,7 +330,7 @@ def test_the_openapi_schema_documents_the_causes_and_the_answerable_range(client
     estimate = schema["paths"]["/v1/audiences/estimate"]["post"]["responses"]["422"]
     ref = estimate["content"]["application/json"]["schema"]["$ref"].split("/")[-1]
     fields = schema["components"]["schemas"][ref]["properties"]
-    assert {"causes", "answerable_range"} <= set(fields)
+    assert {"causes", "answerable_range", "answerable_shift_days"} <= set(fields)
 
 
 def test_a_prefix_grant_still_refuses_other_apps_in_a_query():

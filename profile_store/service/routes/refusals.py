@@ -1,16 +1,21 @@
-"""The 422 of a valid query the sketches cannot answer: its exact causes and the range that can
-be answered instead, in the body (the builder page shows them beside the criterion)."""
+"""The 422 of a valid query the sketches cannot answer: the exact causes of every refused leaf
+and the range every leaf can answer instead, in the body (each cause names its leaf, so that a
+client can show it beside its criterion)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from profile_store.audiences.answerable import REASONS, UnanswerableQuery
+from profile_store.audiences.answerable import NEAREST_REACH_DAYS, REASONS, UnanswerableQuery
 from profile_store.audiences.query import QueryError
 from profile_store.service.conventions import ApiError, ErrorResponse
 
 
 class UnanswerableCause(BaseModel):
+    leaf: str = Field(
+        description="JSON path of the leaf (criterion) this cause refuses, e.g. "
+        "`$.intersection[1]`; `$` for a query of one leaf."
+    )
     reason: str = Field(
         description=(
             "`not_built`: the day is not built yet; `never_seen`: no event carried the attribute "
@@ -51,6 +56,7 @@ class UnanswerableResponse(ErrorResponse):
                     "path": "$.attributes.os",
                     "causes": [
                         {
+                            "leaf": "$",
                             "reason": "values_too_distinct",
                             "attribute": "os",
                             "days": ["2017-11-06"],
@@ -68,20 +74,33 @@ class UnanswerableResponse(ErrorResponse):
                         }
                     ],
                     "answerable_range": {"date_from": "2017-11-07", "date_to": "2017-11-09"},
+                    "answerable_shift_days": None,
                 }
             ]
         }
     )
 
     causes: list[UnanswerableCause] = Field(
-        default_factory=list, description="Every reason some day of the refused leaf is refused."
+        default_factory=list,
+        description="Every reason some day of a leaf is refused, for every refused leaf, in "
+        "the order of the leaves.",
     )
     answerable_range: DateRange | None = Field(
         default=None,
         description=(
-            "The range proposed for the refused leaf: the largest run of answerable days inside "
-            "the asked range, else the nearest answerable range of the same length (within 31 "
-            "days); null when there is none."
+            "What every leaf of the query can answer. When the leaves share one range: the "
+            "largest run of days inside it that no leaf refuses, else the nearest range of the "
+            f"same length (within {NEAREST_REACH_DAYS} days) that every leaf answers. When the "
+            "leaves have different ranges: the span of the whole query moved by "
+            "`answerable_shift_days`. Null when there is none."
+        ),
+    )
+    answerable_shift_days: int | None = Field(
+        default=None,
+        description=(
+            "When `answerable_range` is the whole query moved: by how many days (negative: "
+            "earlier); every leaf's dates move by it. Null when the range is a part of the "
+            "asked one, or when there is no proposal."
         ),
     )
 
