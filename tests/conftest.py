@@ -42,9 +42,22 @@ os.environ.setdefault("HBASE_OPTS", SHORT_LIVED_JVM_OPTIONS)
 os.environ.setdefault("KAFKA_OPTS", SHORT_LIVED_JVM_OPTIONS)
 
 REPO = Path(__file__).resolve().parents[1]
-# The directories whose tests share the slowest fixtures (whole pipeline runs, a real HBase, a
-# webserver and daemon): started first, so that the other worker takes the small ones meanwhile.
-SLOWEST_FIRST = ("real_spark", "orchestration", "conformance", "erasure", "imports", "realtime")
+# The groups (see ``distribution_group``) whose tests share the slowest fixtures (whole pipeline
+# runs, a real HBase, a webserver and daemon), slowest first as the suite's durations show them:
+# started first, so that the other workers take the small ones meanwhile.
+SLOWEST_FIRST = (
+    "orchestration/test_launched_runs.py",
+    "real_spark",
+    "realtime",
+    "profile_assets/test_empty_days.py",
+    "conformance",
+    "orchestration/test_postgres_instance.py",
+    "imports",
+    "erasure",
+    "profile_assets/test_automation.py",
+    "profile_assets/test_audience_pipeline.py",
+    "identity",
+)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -54,9 +67,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         pytest.exit("; ".join(lacking), returncode=pytest.ExitCode.USAGE_ERROR)
 
 
-# The Dagster layer's tests each build their own lake, gateway and runs: nothing to share, so
-# each file is a group of its own and the two workers split them.
-GROUPED_BY_FILE = ("profile_assets",)
+# The Dagster layer's tests each build their own lake, gateway and runs, and so do the launched
+# runs' modules (each its own webserver and daemon): nothing to share, so each file is a group of
+# its own and the workers split them.
+GROUPED_BY_FILE = ("profile_assets", "orchestration")
 
 
 def distribution_group(relative: str) -> str:
