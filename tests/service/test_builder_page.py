@@ -8,13 +8,27 @@ import os
 import shutil
 import subprocess
 import sys
+from datetime import date
 from pathlib import Path
 
 import httpx
 import pytest
-from known_audience import BUILDER_TENANTS, RIVAL_KEY, SHOP_KEY
+from known_audience import (
+    BUILDER_TENANTS,
+    BUILT_PAIRS,
+    DAY_1,
+    DAY_2,
+    RIVAL_KEY,
+    SHOP_KEY,
+    day_rows,
+    write_builder_tables,
+)
 from playwright.sync_api import expect, sync_playwright
 from system_requirements import chromium
+
+from profile_store.audiences.answerable import TOO_MANY_VALUES
+from profile_store.audiences.built_days import built_day_cells
+from profile_store.audiences.sketch_table import SKETCH_TABLE, write_rows
 
 # A and B and not C: installers of the last 2 days (u0..u99) who bought red (20 users: even
 # u0..u18, u20..u29), without those with 3+ purchases (u0..u4, of whom u0, u2, u4 bought red).
@@ -36,8 +50,8 @@ EXPECTED_TREE = {
 }
 
 
-@pytest.fixture
-def service(builder_pool, builder_gateway, serve_process, tmp_path) -> str:
+def serve(serve_process, tmp_path: Path, gateway) -> str:
+    """``profiles serve`` over ``gateway``'s sketches, as a user starts it; its URL."""
     tenants = tmp_path / "tenants.json"
     tenants.write_text(json.dumps(BUILDER_TENANTS))
     url, _ = serve_process(
@@ -51,12 +65,64 @@ def service(builder_pool, builder_gateway, serve_process, tmp_path) -> str:
             "--tenants",
             str(tenants),
             "--hbase-host",
-            builder_gateway.host,
+            gateway.host,
             "--hbase-port",
-            str(builder_gateway.port),
+            str(gateway.port),
         ]
     )
     return url
+
+
+@pytest.fixture
+def service(builder_pool, builder_gateway, serve_process, tmp_path) -> str:
+    return serve(serve_process, tmp_path, builder_gateway)
+
+
+DAY_3 = date(2026, 11, 3)
+MANY_QUERIES = {
+    "reason": TOO_MANY_VALUES, "distinct_values": 5000, "appearances": 5200, "window_days": 7,
+    "max_distinct": 100, "max_distinct_ratio": 0.1, "few_values": 20,
+}  # fmt: skip
+
+
+def users(first: int, stop: int) -> dict[str, int]:
+    return {f"u{i}": 1 for i in range(first, stop)}
+
+
+def write_refusal_tables(connection) -> None:
+    """The builder's data set with a third built day (2026-11-03, views only) and two event
+    types of com.shop whose attribute cannot be filtered on on 2026-11-01: ``search``'s
+    ``query``, trimmed for its many values (kept on the 2nd: u50..u59 searched shoes), and
+    ``view``'s ``screen``, never seen (kept on the 2nd: u40..u49 viewed home; the 3rd: u40..u44)."""
+    write_builder_tables(connection)
+    table = connection.table(SKETCH_TABLE)
+    anyone = {"": users(0, 10)}
+    write_rows(
+        table,
+        [
+            *day_rows("com.shop", "search", DAY_1, anyone, [], {"query": MANY_QUERIES}),
+            *day_rows("com.shop", "search", DAY_2, {"query=shoes": users(50, 60)}, ["query"]),
+            *day_rows("com.shop", "view", DAY_1, anyone, []),
+            *day_rows("com.shop", "view", DAY_2, {"screen=home": users(40, 50)}, ["screen"]),
+            *day_rows("com.shop", "view", DAY_3, {"screen=home": users(40, 45)}, ["screen"]),
+        ],
+    )
+    added = {DAY_1: ["search", "view"], DAY_2: ["search", "view"], DAY_3: ["view"]}
+    for day, events in added.items():
+        pairs = BUILT_PAIRS.get(day, []) + [("com.shop", event) for event in events]
+        table.put(*built_day_cells(day, pairs))
+
+
+@pytest.fixture(scope="module")
+def refusal_gateway(preloaded_gateway):
+    with preloaded_gateway("builder-refusals-hbase", write_refusal_tables) as gateway:
+        yield gateway
+
+
+@pytest.fixture
+def refusal_service(refusal_gateway, serve_process, tmp_path) -> str:
+    """The service over the refusal data set (``write_refusal_tables``)."""
+    return serve(serve_process, tmp_path, refusal_gateway)
 
 
 AXE_CORE_VERSION = "4.10.3"
@@ -123,15 +189,26 @@ def saved_through_api(service: str, audience_id: str) -> httpx.Response:
     return httpx.get(f"{service}/v1/audiences/saved/{audience_id}", headers={"X-API-Key": SHOP_KEY})
 
 
+def add_filter(box, value: str) -> None:
+    """A filter on the criterion's first kept attribute, set to ``value``."""
+    box.locator(".add-filter").click()
+    box.locator(".attribute-name").wait_for()
+    box.locator(".attribute-value").select_option(value)
+
+
+def choose_days(box, first: str, last: str) -> None:
+    box.locator(".mode-range").check()
+    box.locator(".date-from").select_option(first)
+    box.locator(".date-to").select_option(last)
+
+
 def build_three_criteria(page) -> None:
     first = criterion(page, 0)
     first.locator(".event-type").select_option("install")
     page.click("#add-criterion")
     second = criterion(page, 1)
     second.locator(".event-type").select_option("purchase")
-    second.locator(".add-filter").click()
-    second.locator(".attribute-name").wait_for()
-    second.locator(".attribute-value").select_option("red")
+    add_filter(second, "red")
     page.click("#add-criterion")
     third = criterion(page, 2)
     third.locator(".connector").select_option("difference")
@@ -170,29 +247,174 @@ def test_an_error_appears_beside_the_criterion_that_caused_it(service, page):
     assert page.text_content("#estimate") == "–"
 
 
-def test_a_range_without_data_is_said_plainly_with_the_days_to_choose(service, page):
+def causes_of(page, index: int):
+    """The plain causes shown beside criterion ``index``."""
+    return criterion(page, index).locator(".criterion-error .cause")
+
+
+def proposal(page):
+    return page.locator("#answer-error .proposal")
+
+
+def refuse_trimmed_search(page) -> None:
+    """Installers AND searchers of shoes over the last 3 days: ``query`` was trimmed on the 1st."""
+    criterion(page, 0).locator(".event-type").select_option("install")
+    page.click("#add-criterion")
+    second = criterion(page, 1)
+    second.locator(".event-type").select_option("search")
+    add_filter(second, "shoes")
+
+
+def test_a_range_without_data_proposes_the_days_with_data(service, page):
     connect(page, service, SHOP_KEY)
+    criterion(page, 0).locator(".last-days").fill("5")
+    expect(causes_of(page, 0)).to_have_text(["No data yet for 2026-10-29 to 2026-10-31."])
+    expect(proposal(page)).to_have_text("These days can be counted: 2026-11-01 to 2026-11-02.")
+
+
+def test_a_trimmed_attribute_is_explained_beside_the_criterion_that_filters_on_it(
+    refusal_service, page
+):
+    connect(page, refusal_service, SHOP_KEY)
+    refuse_trimmed_search(page)
+    expect(causes_of(page, 1)).to_have_text(
+        [
+            "query has too many different values to filter on (5,000 different values in 7 days,"
+            " more than the 100 that can be filtered on) on 2026-11-01."
+        ]
+    )
+    assert criterion(page, 0).locator(".criterion-error").text_content() == ""
+    summary = page.locator("#answer-error .summary")
+    expect(summary).to_have_text("Criterion B cannot be counted on all of these days.")
+    screenshot(page, "audience-refusal.png")
+
+
+def test_an_attribute_never_seen_on_some_days_says_so(refusal_service, page):
+    connect(page, refusal_service, SHOP_KEY)
     first = criterion(page, 0)
-    first.locator(".last-days").fill("5")
-    error = first.locator(".criterion-error")
-    error.filter(has_text="no data yet").wait_for()
-    plain = error.locator(":scope > span").text_content()
-    choose = "Choose days from 2026-11-01 to 2026-11-02."
-    assert plain == f"Some of these days have no data yet. {choose}"
-    assert "materialize" not in plain and "sketches" not in plain
+    first.locator(".event-type").select_option("view")
+    add_filter(first, "home")
+    expect(causes_of(page, 0)).to_have_text(["No event of view carried screen on 2026-11-01."])
+
+
+def test_use_these_days_sets_the_proposed_dates_and_the_audience_is_counted(refusal_service, page):
+    connect(page, refusal_service, SHOP_KEY)
+    refuse_trimmed_search(page)
+    expect(proposal(page)).to_have_text("These days can be counted: 2026-11-02 to 2026-11-03.")
+    page.click("#answer-error button.use-days")
+    wait_for_estimate(page, "10")
+    for index in (0, 1):
+        box = criterion(page, index)
+        expect(box.locator(".mode-range")).to_be_checked()
+        expect(box.locator(".date-from")).to_have_value("2026-11-02")
+        expect(box.locator(".date-to")).to_have_value("2026-11-03")
+
+
+def test_a_proposal_moving_the_whole_audience_moves_every_criterion_by_as_much(
+    refusal_service, page
+):
+    """Views of home on the 1st (never seen then) and installs on the 1st and 2nd: the nearest
+    answerable audience is the same one day later, each criterion keeping its own days."""
+    connect(page, refusal_service, SHOP_KEY)
+    first = criterion(page, 0)
+    first.locator(".event-type").select_option("view")
+    add_filter(first, "home")
+    choose_days(first, "2026-11-01", "2026-11-01")
+    page.click("#add-criterion")
+    second = criterion(page, 1)
+    second.locator(".event-type").select_option("install")
+    choose_days(second, "2026-11-01", "2026-11-02")
+    expect(proposal(page)).to_have_text(
+        "These days can be counted: 2026-11-02 to 2026-11-03: the whole audience moves 1 day"
+        " later, every criterion by as much."
+    )
+    page.click("#answer-error button.use-days")
+    wait_for_estimate(page, "10")
+    assert dates_of(first) == ("2026-11-02", "2026-11-02")
+    assert dates_of(second) == ("2026-11-02", "2026-11-03")
+
+
+def dates_of(box) -> tuple[str, str]:
+    return box.locator(".date-from").input_value(), box.locator(".date-to").input_value()
+
+
+SIZE_42 = {
+    "app_id": "com.shop", "event_type": "purchase", "last_days": 2, "attributes": {"size": "42"},
+}  # fmt: skip
+
+
+def test_without_a_nearby_range_the_filter_is_named_for_removal(service, page):
+    save_through_api(service, "Size 42", SIZE_42)
+    connect(page, service, SHOP_KEY)
+    page.locator("#saved-list button.open").click()
+    expect(proposal(page)).to_have_text(
+        "No nearby range of days can be counted. Remove the filter on size to count this audience."
+    )
+    assert page.locator("#answer-error button.use-days").count() == 0
+
+
+def test_use_these_days_is_reached_and_pressed_from_the_keyboard(refusal_service, page):
+    connect(page, refusal_service, SHOP_KEY)
+    first = criterion(page, 0)
+    first.locator(".event-type").select_option("view")
+    add_filter(first, "home")
+    proposal(page).wait_for()
+    page.focus("#add-criterion")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Use these days"
+    page.keyboard.press("Enter")
+    wait_for_estimate(page, "10")
+
+
+def test_use_these_days_does_nothing_for_criteria_changed_since(refusal_service, page):
+    """Between a change and its answer the proposal still shows; it was for other criteria.
+    The page's clock is paused so that the change's estimate waits until the click is done."""
+    page.clock.install()
+    connect(page, refusal_service, SHOP_KEY)
+    first = criterion(page, 0)
+    first.locator(".event-type").select_option("view")
+    add_filter(first, "home")
+    proposal(page).wait_for()
+    page.clock.pause_at(page.evaluate("Date.now()") + 1000)
+    first.locator(".last-days").fill("2")
+    page.click("#answer-error button.use-days")
+    assert first.locator(".mode-last").is_checked()
+    assert first.locator(".last-days").input_value() == "2"
+
+
+def test_a_refusal_is_cleared_by_the_next_action(refusal_service, page):
+    connect(page, refusal_service, SHOP_KEY)
+    refuse_trimmed_search(page)
+    proposal(page).wait_for()
+    criterion(page, 1).locator(".remove-filter").click()
+    wait_for_estimate(page, "20")
+    expect(page.locator("#answer-error")).to_have_text("")
+    expect(criterion(page, 1).locator(".criterion-error")).to_have_text("")
 
 
 def test_the_apis_own_words_are_behind_a_technical_details_disclosure(service, page):
     connect(page, service, SHOP_KEY)
     first = criterion(page, 0)
     first.locator(".last-days").fill("5")
-    details = first.locator(".criterion-error details")
+    details = page.locator("#answer-error details")
     details.wait_for()
     technical = details.locator("code")
     assert not technical.is_visible()
     details.locator("summary").click()
     assert technical.is_visible()
     assert technical.text_content().startswith("unanswerable_query: no sketches for com.shop/")
+
+
+def test_committing_a_field_keeps_the_technical_details_the_user_opened(service, page):
+    """A number field commits (a change event) when it loses focus, here to the click that
+    opens the details: it asks nothing new, so the answer is not drawn again (which would
+    close them). The page's clock is run past the estimate's delay so that any redraw is due."""
+    page.clock.install()
+    connect(page, service, SHOP_KEY)
+    criterion(page, 0).locator(".last-days").fill("5")
+    page.locator("#answer-error details summary").click()
+    page.clock.run_for(1000)
+    expect(page.locator("#answer-error details[open]")).to_have_count(1)
 
 
 def test_the_date_pickers_offer_the_days_with_data(service, page):
@@ -274,6 +496,20 @@ def test_saved_audiences_open_in_the_overlap_view(service, page):
     screenshot(page, "audience-overlap.png")
 
 
+def test_an_audience_the_overlap_cannot_count_is_named_with_its_causes(service, page):
+    save_through_api(service, "Installers", INSTALLS)
+    save_through_api(service, "Size 42", SIZE_42)
+    connect(page, service, SHOP_KEY)
+    page.locator("#saved-list tbody tr").nth(1).wait_for()
+    for box in page.locator("#saved-list .compare").all():
+        box.check()
+    page.click("#show-overlap")
+    expect(page.locator("#save-status > span")).to_have_text(
+        '"Size 42" cannot be counted. No event of purchase carried size on 2026-11-01 to'
+        " 2026-11-02. Open it to change its days or filters."
+    )
+
+
 def test_another_tenant_sees_only_its_own_apps_and_audiences(service, page):
     save_through_api(service, "Shop secret", EXPECTED_TREE)
     connect(page, service, RIVAL_KEY)
@@ -310,8 +546,10 @@ def test_an_audience_whose_names_hold_markup_opens_with_them_as_text(service, pa
     # The filter's selects exist at once and are filled when discovery answers.
     expect(second.locator(".attribute-name")).to_have_value(MARKUP_ATTRIBUTE)
     expect(second.locator(".attribute-value")).to_have_value("<b>42</b>")
-    second.locator(".criterion-error").filter(has_text="cannot be filtered on").wait_for()
-    assert MARKUP_ATTRIBUTE in second.locator(".criterion-error").text_content()
+    cause = second.locator(".criterion-error .cause")
+    expect(cause).to_have_text(
+        f"No event of purchase carried {MARKUP_ATTRIBUTE} on 2026-11-01 to 2026-11-02."
+    )
     assert page.evaluate("window.injected") is None
 
 
@@ -377,13 +615,26 @@ def test_the_page_has_no_critical_accessibility_violations(service, page, axe_sc
     build_three_criteria(page)
     wait_for_estimate(page, "17")
     page.wait_for_selector("#chart svg rect.bar")
+    assert serious_violations(page) == []
+
+
+def test_a_refusal_has_no_critical_accessibility_violations(refusal_service, page, axe_script):
+    page.add_init_script(path=str(axe_script))
+    connect(page, refusal_service, SHOP_KEY)
+    refuse_trimmed_search(page)
+    causes_of(page, 1).wait_for()
+    page.locator("#answer-error details summary").click()
+    assert serious_violations(page) == []
+
+
+def serious_violations(page) -> list:
+    """axe-core's critical and serious violations of the page as it is, with their elements."""
     results = page.evaluate("() => axe.run(document)")
-    critical = [
+    return [
         (v["id"], [node["target"] for node in v["nodes"]])
         for v in results["violations"]
         if v["impact"] in ("critical", "serious")
     ]
-    assert critical == []
 
 
 def test_the_builder_is_usable_from_the_keyboard(service, page):

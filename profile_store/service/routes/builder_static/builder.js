@@ -12,6 +12,7 @@ const state = {
   criteria: [], // {id, element}
   nextId: 1,
   estimateSeq: 0,
+  asked: null, // the criteria's query last sent for an estimate, as JSON
   saved: [],
 };
 
@@ -42,6 +43,10 @@ async function api(method, path, body) {
     error.status = response.status;
     error.path = answer.path;
     error.code = answer.error;
+    // A refusal's causes (each with its leaf's JSON path) and the days proposed instead.
+    error.causes = answer.causes || [];
+    error.answerableRange = answer.answerable_range || null;
+    error.shiftDays = answer.answerable_shift_days || null;
     throw error;
   }
   return answer;
@@ -66,13 +71,10 @@ function plainError(error) {
     return "The audience data cannot be reached right now. Try again in a minute; if it lasts, tell your administrator.";
   }
   if (error.code === "unanswerable_query") {
-    if (/not built|no day is built/.test(message)) {
+    if (/no day is built/.test(message)) {
       return range
         ? `Some of these days have no data yet. Choose days from ${range}.`
         : "No day has data yet: the daily run has not processed any.";
-    }
-    if (/trimmed or never seen/.test(message)) {
-      return "This filter cannot be used on some of these days (the attribute has too many different values, or was not recorded). Remove the filter or choose other days.";
     }
     if (/daily chart covers at most/.test(message)) {
       return "The daily chart shows at most 92 days. Choose a shorter range.";
@@ -97,12 +99,171 @@ function showMessage(container, error, words) {
     container.replaceChildren(plain);
     return;
   }
+  container.replaceChildren(plain, technicalDetails(error));
+}
+
+function technicalDetails(error) {
   const details = document.createElement("details");
   details.className = "technical";
   const facts = [error.code || `HTTP ${error.status || "?"}`, error.message];
   if (error.path) facts.push(`at ${error.path}`);
   details.append(text("summary", "Technical details"), text("code", facts.join(": ")));
-  container.replaceChildren(plain, details);
+  return details;
+}
+
+// --- refusals ---------------------------------------------------------------------------------
+//
+// Why the sketches cannot count an audience, per criterion, in a marketer's words beside the
+// criterion each cause belongs to, and the days every criterion can be counted over, taken with
+// one button. A cause names its leaf by JSON path; the tree's leaves are the criteria in order.
+
+function isRefusal(error) {
+  return error.code === "unanswerable_query" && error.causes.length > 0;
+}
+
+function plural(count, word) {
+  return `${formatCount(count)} ${word}${count === 1 ? "" : "s"}`;
+}
+
+// Days as runs of consecutive days: "2026-10-29 to 2026-10-31, 2026-11-04".
+function shownDays(days) {
+  const runs = [];
+  for (const day of [...days].sort()) {
+    const run = runs.at(-1);
+    if (run && addDays(run[1], 1) === day) run[1] = day;
+    else runs.push([day, day]);
+  }
+  const shown = runs.slice(0, 5).map(([first, last]) => (first === last ? first : `${first} to ${last}`));
+  const more = runs.slice(5).reduce((count, [first, last]) => count + daysBetween(first, last) + 1, 0);
+  return shown.join(", ") + (more ? ` and ${plural(more, "more day")}` : "");
+}
+
+// The keep rule's figures of the first trimmed day, as the API's message gives them.
+function trimFigures(cause) {
+  const measured = cause.measured[0];
+  if (!measured) return "";
+  const values = `${formatCount(measured.distinct_values)} different values`;
+  const window = plural(measured.window_days, "day");
+  if (cause.reason === "too_many_values") {
+    return ` (${values} in ${window}, more than the ${formatCount(measured.max_distinct)} that can be filtered on)`;
+  }
+  return ` (${values} in ${plural(measured.appearances, "event")} over ${window})`;
+}
+
+function causeSentence(cause, eventType) {
+  const days = shownDays(cause.days);
+  switch (cause.reason) {
+    case "not_built":
+      return `No data yet for ${days}.`;
+    case "never_seen":
+      return `No event ${eventType ? `of ${eventType} ` : ""}carried ${cause.attribute} on ${days}.`;
+    case "too_many_values":
+    case "values_too_distinct":
+      return `${cause.attribute} has too many different values to filter on${trimFigures(cause)} on ${days}.`;
+    default: // not_kept: on days built before the sketches recorded which of the two
+      return `${cause.attribute} cannot be filtered on ${days}: it had too many different values, or was not recorded.`;
+  }
+}
+
+function proposalSentence(error) {
+  const range = error.answerableRange;
+  if (!range) {
+    const filters = [...new Set(error.causes.map((cause) => cause.attribute).filter(Boolean))];
+    if (filters.length) {
+      const which = filters.length === 1 ? "filter" : "filters";
+      return `No nearby range of days can be counted. Remove the ${which} on ${filters.join(", ")} to count this audience.`;
+    }
+    const data = dataRange();
+    return `No nearby range of days can be counted. ${data ? `Choose days from ${data}.` : "No day has data yet."}`;
+  }
+  const days =
+    range.date_from === range.date_to
+      ? `This day can be counted: ${range.date_from}`
+      : `These days can be counted: ${range.date_from} to ${range.date_to}`;
+  const shift = error.shiftDays;
+  if (!shift) return `${days}.`;
+  const direction = shift < 0 ? "earlier" : "later";
+  return `${days}: the whole audience moves ${plural(Math.abs(shift), "day")} ${direction}, every criterion by as much.`;
+}
+
+// Each cause beside its criterion; in the answer, which criteria are refused and the proposal,
+// with the button that takes it.
+function showRefusal(error, tree) {
+  const entries = leafEntries(tree);
+  const byCriterion = new Map();
+  const elsewhere = [];
+  for (const cause of error.causes) {
+    const index = entries.findIndex((entry) => entry.path === cause.leaf);
+    const sentence = causeSentence(cause, index >= 0 ? entries[index].leaf.event_type : null);
+    if (index < 0) elsewhere.push(sentence);
+    else byCriterion.set(index, [...(byCriterion.get(index) || []), sentence]);
+  }
+  for (const [index, sentences] of byCriterion) {
+    $(".criterion-error", state.criteria[index].element).replaceChildren(causeList(sentences));
+  }
+  const labels = [...byCriterion.keys()].sort((a, b) => a - b).map(labelOf);
+  const who =
+    labels.length === 1
+      ? `Criterion ${labels[0]}`
+      : labels.length
+        ? `Criteria ${labels.slice(0, -1).join(", ")} and ${labels.at(-1)}`
+        : "This audience";
+  const parts = [text("span", `${who} cannot be counted on all of these days.`, "summary")];
+  if (elsewhere.length) parts.push(causeList(elsewhere));
+  const proposal = text("span", proposalSentence(error), "proposal");
+  proposal.id = "proposal";
+  parts.push(proposal);
+  if (error.answerableRange) {
+    const use = text("button", "Use these days", "use-days");
+    use.type = "button";
+    use.setAttribute("aria-describedby", "proposal");
+    // Only for the criteria it was proposed for: once they change, a new answer is on its way.
+    use.addEventListener("click", () => {
+      if (JSON.stringify(buildTree()) === JSON.stringify(tree)) useDays(error);
+    });
+    parts.push(use);
+  }
+  parts.push(technicalDetails(error));
+  $("#answer-error").replaceChildren(...parts);
+}
+
+function causeList(sentences) {
+  const list = document.createElement("ul");
+  list.className = "causes";
+  list.append(...sentences.map((sentence) => text("li", sentence, "cause")));
+  return list;
+}
+
+// Every criterion to from/to over the proposed days: moved by the shift when the proposal is
+// the whole audience moved (each criterion keeps its own days), else the proposed range.
+function useDays(error) {
+  const range = error.answerableRange;
+  for (const { element } of state.criteria) {
+    let [from, to] = [range.date_from, range.date_to];
+    if (error.shiftDays) {
+      [from, to] = datesOf(element).map((day) => addDays(day, error.shiftDays));
+    }
+    $(".mode-range", element).checked = true;
+    fillDays($(".date-from", element), from);
+    fillDays($(".date-to", element), to);
+    syncDates(element);
+  }
+  if (state.criteria.length) $(".date-from", state.criteria[0].element).focus();
+  runEstimate();
+}
+
+// A refusal of a saved audience in the overlap: its name and its causes (``path`` is
+// ``$.ids[i]``; ``ids`` the audiences asked for).
+function overlapRefusal(error, ids) {
+  const index = Number((/^\$\.ids\[(\d+)\]/.exec(error.path || "") || [])[1]);
+  const audience = state.saved.find((saved) => saved.id === ids[index]);
+  if (!audience) return undefined;
+  const entries = leafEntries(audience.query);
+  const sentences = error.causes.map((cause) => {
+    const entry = entries.find((e) => e.path === cause.leaf);
+    return causeSentence(cause, entry ? entry.leaf.event_type : null);
+  });
+  return `"${audience.name}" cannot be counted. ${sentences.join(" ")} Open it to change its days or filters.`;
 }
 
 function clearMessages() {
@@ -131,8 +292,7 @@ async function connect(key) {
     ? `Data ready for ${dataRange()}; later days appear once the daily run has processed them.`
     : "No day has data yet: the daily run has not processed any.";
   $("#builder").hidden = false;
-  $("#criteria").replaceChildren();
-  state.criteria = [];
+  clearCriteria();
   if (state.catalog.apps.length) addCriterion();
   await loadSaved();
 }
@@ -226,8 +386,18 @@ function syncDates(element) {
     span.textContent = "";
     return;
   }
-  const first = addDays(latest, -(count - 1));
+  const [first] = datesOf(element);
   span.textContent = count === 1 ? `= ${latest}` : `= ${first} to ${latest}`;
+}
+
+// The first and last day a criterion covers: the last N days count back from the latest day
+// with data, as the engine counts them.
+function datesOf(element) {
+  if (!$(".mode-last", element).checked) {
+    return [$(".date-from", element).value, $(".date-to", element).value];
+  }
+  const latest = state.catalog.latest_built_day;
+  return [addDays(latest, -(Number($(".last-days", element).value) - 1)), latest];
 }
 
 // A week, or fewer when the app's first built day is more recent: a new criterion answers.
@@ -237,6 +407,13 @@ function defaultLastDays(app) {
   if (!latest || !first) return 7;
   const span = (Date.parse(latest) - Date.parse(first)) / 86400000 + 1;
   return Math.max(1, Math.min(7, span));
+}
+
+// New criteria boxes (another key, app or opened audience) show their answer afresh.
+function clearCriteria() {
+  $("#criteria").replaceChildren();
+  state.criteria = [];
+  state.asked = null;
 }
 
 function removeCriterion(id) {
@@ -250,9 +427,13 @@ function removeCriterion(id) {
 
 function relabel() {
   state.criteria.forEach((criterion, index) => {
-    $(".label", criterion.element).textContent = String.fromCharCode(65 + (index % 26));
+    $(".label", criterion.element).textContent = labelOf(index);
     $(".connector", criterion.element).hidden = index === 0;
   });
+}
+
+function labelOf(index) {
+  return String.fromCharCode(65 + (index % 26));
 }
 
 async function attributesOf(eventType) {
@@ -385,26 +566,27 @@ function buildTree() {
   return tree;
 }
 
-// JSON path of each criterion's leaf: the tree's leaves, depth first, are the criteria in order.
-function leafPaths(tree) {
-  const paths = [];
+// Each leaf of a tree with its JSON path, depth first: for the builder's tree, the criteria in
+// order.
+function leafEntries(tree) {
+  const entries = [];
   const walk = (node, path) => {
     const operator = ["union", "intersection", "difference"].find((op) => op in node);
     if (!operator) {
-      paths.push(path);
+      entries.push({ path, leaf: node });
       return;
     }
     node[operator].forEach((child, i) => walk(child, `${path}.${operator}[${i}]`));
   };
   walk(tree, "$");
-  return paths;
+  return entries;
 }
 
 function expressionOf() {
   const words = { intersection: "AND", union: "OR", difference: "AND NOT" };
   let expression = "";
   state.criteria.forEach(({ element }, index) => {
-    const label = String.fromCharCode(65 + (index % 26));
+    const label = labelOf(index);
     if (index === 0) expression = label;
     else {
       const op = words[$(".connector", element).value];
@@ -429,7 +611,11 @@ function clearErrors() {
 }
 
 function showError(error, tree) {
-  const paths = tree ? leafPaths(tree) : [];
+  if (tree && isRefusal(error)) {
+    showRefusal(error, tree);
+    return;
+  }
+  const paths = tree ? leafEntries(tree).map((entry) => entry.path) : [];
   const where = error.path || "";
   let index = -1;
   paths.forEach((path, i) => {
@@ -443,6 +629,11 @@ async function runEstimate() {
   $("#expression").textContent = expressionOf();
   if (!state.criteria.length) return;
   const tree = buildTree();
+  // Criteria that ask nothing new (a field committed after its input events) keep the answer
+  // shown, and any technical details the user opened in it.
+  const asked = JSON.stringify(tree);
+  if (asked === state.asked) return;
+  state.asked = asked;
   const seq = ++state.estimateSeq;
   clearErrors();
   $("#estimate").classList.add("busy");
@@ -461,6 +652,7 @@ async function runEstimate() {
     drawChart(tree, seq);
   } catch (error) {
     if (seq !== state.estimateSeq) return;
+    if (!(error.status >= 400 && error.status < 500)) state.asked = null; // may be asked again
     $("#estimate").textContent = "–";
     $("#range").textContent = "";
     $("#counted-days").textContent = "";
@@ -698,8 +890,7 @@ async function openSaved(audience) {
     return;
   }
   $("#app").value = presets[0].app_id;
-  $("#criteria").replaceChildren();
-  state.criteria = [];
+  clearCriteria();
   for (const preset of presets) addCriterion(preset);
 }
 
@@ -711,7 +902,7 @@ async function showOverlap() {
   try {
     answer = await api("POST", "/v1/audiences/overlap", { ids });
   } catch (error) {
-    showMessage($("#save-status"), error);
+    showMessage($("#save-status"), error, isRefusal(error) ? overlapRefusal(error, ids) : undefined);
     return;
   }
   $("#overlap").hidden = false;
@@ -824,8 +1015,7 @@ document.addEventListener("DOMContentLoaded", () => {
     connect($("#api-key").value.trim());
   });
   $("#app").addEventListener("change", () => {
-    $("#criteria").replaceChildren();
-    state.criteria = [];
+    clearCriteria();
     addCriterion();
   });
   $("#add-criterion").addEventListener("click", () => addCriterion());
