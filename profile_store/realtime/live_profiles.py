@@ -40,11 +40,11 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from happybase.batch import BatchMutation, Mutation  # the Thrift structs happybase loads
 from thriftpy2.thrift import TException
 
 from profile_store.event_bus.consumer import MessageBatch, batch_consumer, consume_batch
 from profile_store.event_bus.settings import EventBusSettings
+from profile_store.hbase.encoded_puts import RowPuts, mutate_rows_ts
 from profile_store.profiles.live_cells import (
     Lineage,
     LiveCell,
@@ -410,22 +410,16 @@ class LiveProfiles:
 
     def _write(self, table, puts: Mapping[int, Mapping[str, dict[bytes, bytes]]]) -> None:
         """One ``mutateRowsTs`` per version (partition) and ``chunk_rows`` rows, each cell
-        put with its version as timestamp."""
-        chunk = self.config.chunk_rows
+        put with its version as timestamp (a person's cells encoded once for all its rows)."""
         for version, by_row in sorted(puts.items()):
-            mutations = [
-                BatchMutation(
-                    profile_key(profile),
-                    [Mutation(column=name, value=value) for name, value in cells.items()],
-                )
-                for profile, cells in sorted(by_row.items())
-            ]
-            for start in range(0, len(mutations), chunk):
-                table.connection.client.mutateRowsTs(
-                    table.name, mutations[start : start + chunk], version, {}
-                )
-            self.progress.rows_written += len(mutations)
-            self.progress.cells_written += sum(len(cells) for cells in by_row.values())
+            rows = RowPuts()
+            for profile, cells in sorted(by_row.items()):
+                rows.add(profile_key(profile), cells)
+            mutate_rows_ts(
+                table.connection.client, table.name, rows, version, self.config.chunk_rows
+            )
+            self.progress.rows_written += len(rows)
+            self.progress.cells_written += rows.cells
 
     # -- HBase and Kafka -------------------------------------------------------------------------
 

@@ -29,16 +29,19 @@ from profile_store.realtime.live_profiles import LiveProfiles, LiveProfilesConfi
 
 
 def stall_after_first_call(client, flag: Path) -> None:
-    """The Thrift client's puts: the first goes through, then the process stalls for good."""
-    put = client.mutateRowsTs
+    """The Thrift client's puts: once the first is acknowledged, the process stalls for good
+    (at the client's reply, where every way of sending a put ends)."""
+    receive = client._recv
 
-    def first_then_stall(*args):
-        put(*args)
-        flag.write_text("stalled")
-        while True:
-            time.sleep(60)
+    def receive_then_stall(api: str):
+        reply = receive(api)
+        if api == "mutateRowsTs":
+            flag.write_text("stalled")
+            while True:
+                time.sleep(60)
+        return reply
 
-    client.mutateRowsTs = first_then_stall
+    client._recv = receive_then_stall
 
 
 def main() -> int:
