@@ -5,6 +5,7 @@ out-of-order events and a member that writes after it lost its partitions."""
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import random
@@ -636,3 +637,36 @@ def test_a_person_already_spread_over_its_rows_costs_one_read_of_its_origins_row
         assert counter(reader, profile, "click", now) == pytest.approx(
             expected_counter(first + second, "click", now), rel=1e-9
         )
+
+
+def test_a_batch_is_applied_without_a_pass_of_the_cyclic_garbage_collector(
+    bus, connection, table_name, job_for
+):
+    table = connection.table(table_name)
+    persons = [[f"gc{p}-{i}" for i in range(3)] for p in range(100)]
+    for ids in persons:
+        write_person(table, ids)
+    sent = traffic([i for ids in persons for i in ids], 3000)
+    send(bus, sent)
+    job = job_for(bus, max_poll_messages=len(sent))
+    passes: list[int] = []
+
+    def seen(phase: str, info: dict) -> None:
+        if phase == "start":
+            passes.append(info["generation"])
+
+    apply = job.apply
+
+    def watched(batch) -> None:
+        gc.collect()  # the allocation counts start from nothing: a pass now is the batch's
+        gc.callbacks.append(seen)
+        try:
+            apply(batch)
+        finally:
+            gc.callbacks.remove(seen)
+
+    job.apply = watched
+    run_until(job, len(sent))
+
+    assert job.progress.events_applied == len(sent)
+    assert len(passes) <= 1, passes  # at most the one the first allocation after the batch runs
