@@ -61,6 +61,20 @@ class RowPuts:
         self._rows.append((row, cells))
         self.cells += len(cells)
 
+    def calls(self, max_cells: int) -> list[tuple[int, int]]:
+        """``(start, stop)`` of consecutive rows holding at most ``max_cells`` cells, or one
+        row if it alone holds more."""
+        spans: list[tuple[int, int]] = []
+        start = cells = 0
+        for index, (_row, row_cells) in enumerate(self._rows):
+            if index > start and cells + len(row_cells) > max_cells:
+                spans.append((start, index))
+                start, cells = index, 0
+            cells += len(row_cells)
+        if start < len(self._rows):
+            spans.append((start, len(self._rows)))
+        return spans
+
     def encoded_rows(self, start: int, stop: int) -> bytes:
         """``list<BatchMutation>``'s elements for rows ``start`` to ``stop``, each distinct
         cell (the same column and value objects) encoded once for every row it goes to."""
@@ -88,12 +102,12 @@ class RowPuts:
 
 
 def mutate_rows_ts(
-    client: TClient, table: bytes, puts: RowPuts, timestamp: int, chunk_rows: int
+    client: TClient, table: bytes, puts: RowPuts, timestamp: int, max_cells: int
 ) -> None:
-    """Put every row of ``puts`` with ``timestamp``, ``chunk_rows`` rows a call."""
+    """Put every row of ``puts`` with ``timestamp``: whole rows, at most ``max_cells`` cells a
+    call (a row holding more goes alone)."""
     binary = isinstance(client._oprot, _BINARY_PROTOCOLS)
-    for start in range(0, len(puts), chunk_rows):
-        stop = min(start + chunk_rows, len(puts))
+    for start, stop in puts.calls(max_cells):
         if binary:
             _send_encoded(client, table, stop - start, puts.encoded_rows(start, stop), timestamp)
             client._recv("mutateRowsTs")  # raises the call's IOError or IllegalArgument

@@ -47,6 +47,7 @@ from thriftpy2.thrift import TException
 from profile_store.event_bus.consumer import MessageBatch, batch_consumer, consume_batch
 from profile_store.event_bus.settings import EventBusSettings
 from profile_store.hbase.encoded_puts import RowPuts, mutate_rows_ts
+from profile_store.hbase_gateway.store import DEFERRED_BATCH_MUTATIONS
 from profile_store.profiles.live_cells import (
     Lineage,
     LiveCell,
@@ -104,7 +105,11 @@ class LiveProfilesConfig:
     suppression_refresh_seconds: float = 60.0
     hbase_retry_seconds: float = 120.0  # HBase failing this long: the job stops
     session_timeout_seconds: float = 10.0
-    chunk_rows: int = 1000  # rows per multi-get and per put call
+    chunk_rows: int = 1000  # rows per multi-get
+    # Cells per put call: under the embedded gateway's deferral threshold, so each call is
+    # written at once. The job reads its rows back at its next batch, and a deferred call
+    # costs the gateway its pending log on top of the same writes.
+    put_cells: int = DEFERRED_BATCH_MUTATIONS - 1
 
     def __post_init__(self) -> None:
         for name in (
@@ -115,6 +120,7 @@ class LiveProfilesConfig:
             "hbase_retry_seconds",
             "session_timeout_seconds",
             "chunk_rows",
+            "put_cells",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}: must be positive, got {getattr(self, name)}")
@@ -415,14 +421,14 @@ class LiveProfiles:
         self.progress.events_applied += int(np.count_nonzero(~already & ~late[group]))
 
     def _write(self, table, puts: Mapping[int, Mapping[str, dict[bytes, bytes]]]) -> None:
-        """One ``mutateRowsTs`` per version (partition) and ``chunk_rows`` rows, each cell
-        put with its version as timestamp (a person's cells encoded once for all its rows)."""
+        """``mutateRowsTs`` calls per version (partition) of at most ``put_cells`` cells, each
+        cell put with its version as timestamp (a person's cells encoded once for its rows)."""
         for version, by_row in sorted(puts.items()):
             rows = RowPuts()
             for profile, cells in sorted(by_row.items()):
                 rows.add(profile_key(profile), cells)
             mutate_rows_ts(
-                table.connection.client, table.name, rows, version, self.config.chunk_rows
+                table.connection.client, table.name, rows, version, self.config.put_cells
             )
             self.progress.rows_written += len(rows)
             self.progress.cells_written += rows.cells

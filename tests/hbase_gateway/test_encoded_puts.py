@@ -55,16 +55,16 @@ def test_an_encoded_call_is_byte_for_byte_thriftpy2s(protocol, count: int) -> No
     assert encoded._oprot.trans.getvalue() == objects._oprot.trans.getvalue()
 
 
-@pytest.mark.parametrize("chunk_rows", [1, 2, 100])
+@pytest.mark.parametrize("max_cells", [1, 2, 100])
 def test_every_row_is_put_with_the_timestamp_over_every_transport_and_protocol(
-    transport_gateway: EmbeddedGateway, chunk_rows: int
+    transport_gateway: EmbeddedGateway, max_cells: int
 ) -> None:
     connection = happybase.Connection(**transport_gateway.connection_kwargs())
-    name = f"encoded_puts_{chunk_rows}"
+    name = f"encoded_puts_{max_cells}"
     connection.create_table(name, {"cf": {"max_versions": 1}})
     try:
         table = connection.table(name)
-        mutate_rows_ts(connection.client, table.name, puts_of(ROWS), 42, chunk_rows)
+        mutate_rows_ts(connection.client, table.name, puts_of(ROWS), 42, max_cells)
         read = dict(table.scan(include_timestamp=True))
         assert read == {
             row: {column: (value, 42) for column, value in cells.items()}
@@ -84,3 +84,11 @@ def test_a_failing_call_raises_the_servers_error_and_the_connection_goes_on(
     table = make_table()
     mutate_rows_ts(connection.client, table.name, puts_of(ROWS[:1]), 42, 10)
     assert table.row(ROWS[0][0]) == ROWS[0][1]
+
+
+def test_a_call_holds_whole_rows_up_to_the_cells_allowed_and_a_larger_row_alone() -> None:
+    puts = puts_of([(b"a", {b"cf:1": b""}), (b"b", SHARED), (b"c", {}), (b"d", SHARED)])
+    assert puts.calls(2) == [(0, 1), (1, 3), (3, 4)]
+    assert puts.calls(1) == [(0, 1), (1, 2), (2, 3), (3, 4)]
+    assert puts.calls(4) == [(0, 3), (3, 4)]
+    assert puts.calls(1000) == [(0, 4)]

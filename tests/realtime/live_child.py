@@ -4,7 +4,7 @@ kill -9 there.
     python live_child.py --bootstrap B --topic T --group G --hbase-port P --table NAME \
         --flag FILE
 
-Puts go out two rows per call; once the first call of the first batch is acknowledged the child
+Puts go out one row per call; once the first call of the first batch is acknowledged the child
 writes the flag file and stalls: some rows of the batch hold its cells, the others do not, and
 its offsets are not committed.
 """
@@ -59,7 +59,7 @@ def main() -> int:
     job = LiveProfiles(
         EventBusSettings(bootstrap_servers=args.bootstrap, topic=args.topic),
         open_table,
-        LiveProfilesConfig(group_id=args.group, rules=parse_rules(RULES), chunk_rows=2),
+        LiveProfilesConfig(group_id=args.group, rules=parse_rules(RULES), put_cells=1),
     ).start()
     while True:
         job.step(0.2)
