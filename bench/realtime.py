@@ -432,7 +432,7 @@ def started(args: argparse.Namespace) -> Iterator[Setup]:
     with (
         tempfile.TemporaryDirectory(prefix="bench-live-") as tmp,
         temporary_broker() as broker,
-        EmbeddedGateway(Path(tmp) / "hbase") as gateway,
+        EmbeddedGateway(Path(tmp) / "hbase", server_args=tuple(args.gateway_arg)) as gateway,
     ):
         work = Path(tmp)
         settings = EventBusSettings(broker.bootstrap_servers, "events", args.partitions)
@@ -580,6 +580,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ramp-step", type=float, default=2_500)
     parser.add_argument("--ramp-seconds", type=float, default=90)
     parser.add_argument("--bar-ms", type=float, default=5_000)
+    parser.add_argument(
+        "--gateway-arg",
+        action="append",
+        default=[],
+        help="an hbase-gateway option for the gateway (repeat: --gateway-arg=--workers=1)",
+    )
     parser.add_argument(
         "--backlog", type=int, default=0, help="after the warm-up: CPU per event over N events"
     )
