@@ -15,9 +15,14 @@ first read that shows it.
    the job's RSS sampled every 5 s (first, last, highest), its CPU and the gateway's.
 2. **ramp** (``--ramp``): rates going up by ``--ramp-step`` for ``--ramp-seconds`` each, until
    p99 passes ``--bar-ms`` or probes are no longer all seen; the highest rate that met it.
+3. **backlog** (``--backlog N``, instead of 1 and 2): once the job has caught up with the
+   warm-up, N events sent as fast as the producer goes; the job's and the gateway's CPU until
+   the job has committed them all, per event. Unlike latencies, that is the work itself, which
+   other work on the machine changes little: the figure to compare changes by.
 
     .venv/bin/python bench/realtime.py                              # 600 s at 5,000/s
     .venv/bin/python bench/realtime.py --seconds 60 --ramp         # a quick look, then the ramp
+    .venv/bin/python bench/realtime.py --backlog 300000            # CPU per event
 
 The machine's load average is printed at the start and the end of each phase: figures taken
 beside other work are rough.
@@ -176,6 +181,13 @@ class Phase:
             "load_average_start_end": [round(x, 1) for x in self.load],
             "job_cpu_s": round(self.job_cpu_s, 1),
             "gateway_cpu_s": round(self.gateway_cpu_s, 1),
+            # Each probe's acknowledgement (epoch s) and latency (ms; None: never seen), to
+            # line stalls up with the gateway's and the job's logs.
+            "probe_timeline": [
+                [round(p.acked, 3), round((p.seen - p.acked) * 1000) if p.seen else None]
+                for p in self.probes
+                if p.acked
+            ],
         }
 
 
@@ -358,6 +370,52 @@ def run_phase(
     return phase, offset
 
 
+def run_backlog(setup: Setup, pool: list[tuple], count: int, offset: int) -> dict:
+    """Wait for the job to catch up, send ``count`` events at once, and measure the job's and
+    the gateway's CPU until the job has committed them all."""
+    from profile_store.realtime.live_profiles import DEFAULT_GROUP_ID
+    from profile_store.realtime.stream_lag import group_lag
+
+    def caught_up(timeout_s: float) -> float:
+        deadline = time.monotonic() + timeout_s
+        while group_lag(setup.settings, DEFAULT_GROUP_ID) > 0:
+            if time.monotonic() > deadline or setup.job.poll() is not None:
+                raise RuntimeError("the live job did not catch up")
+            time.sleep(0.5)
+        return time.monotonic()
+
+    caught_up(600)
+    load_start = os.getloadavg()[0]
+    job_cpu, gateway_cpu = TreeCpu(setup.job.pid), TreeCpu(setup.gateway_pid)
+    job_cpu.sample()
+    gateway_cpu.sample()
+    job_before, gateway_before = sum(job_cpu.seen.values()), sum(gateway_cpu.seen.values())
+    started_at = time.monotonic()
+    producer = rate_producer(setup.settings, **{"compression.type": "lz4"})
+    for n in range(count):
+        key, value = pool[(offset + n) % len(pool)]
+        while True:
+            try:
+                producer.produce(setup.settings.topic, value=value, key=key)
+                break
+            except BufferError:  # the producer's queue is full: let it deliver
+                producer.poll(0.05)
+        producer.poll(0)
+    producer.flush(120)
+    seconds = caught_up(1800) - started_at
+    job_s = job_cpu.stop() - job_before
+    gateway_s = gateway_cpu.stop() - gateway_before
+    return {
+        "events": count,
+        "seconds": round(seconds, 1),
+        "job_cpu_s": round(job_s, 1),
+        "gateway_cpu_s": round(gateway_s, 1),
+        "job_cpu_ms_per_event": round(job_s * 1000 / count, 4),
+        "gateway_cpu_ms_per_event": round(gateway_s * 1000 / count, 4),
+        "load_average_start_end": [round(load_start, 1), round(os.getloadavg()[0], 1)],
+    }
+
+
 @contextlib.contextmanager
 def started(args: argparse.Namespace) -> Iterator[Setup]:
     """The broker, the gateway holding the persons, and the live job as its own process."""
@@ -374,7 +432,7 @@ def started(args: argparse.Namespace) -> Iterator[Setup]:
     with (
         tempfile.TemporaryDirectory(prefix="bench-live-") as tmp,
         temporary_broker() as broker,
-        EmbeddedGateway(Path(tmp) / "hbase") as gateway,
+        EmbeddedGateway(Path(tmp) / "hbase", server_args=tuple(args.gateway_arg)) as gateway,
     ):
         work = Path(tmp)
         settings = EventBusSettings(broker.bootstrap_servers, "events", args.partitions)
@@ -435,12 +493,18 @@ def measure(args: argparse.Namespace) -> int:
         prober = Prober(setup.address, args.poll_ms)
         try:
             warm, offset = run_phase(setup, prober, pool, args.rate, args.warmup_seconds, args, 0)
-            print("warm-up", json.dumps(warm.summary()), flush=True)
+            print("warm-up", _shown(warm.summary()), flush=True)
+            if args.backlog:
+                results["backlog"] = run_backlog(setup, pool, args.backlog, offset)
+                print("backlog", json.dumps(results["backlog"]), flush=True)
+                if args.out:
+                    Path(args.out).write_text(json.dumps(results, indent=1))
+                return 0
             sustained, offset = run_phase(
                 setup, prober, pool, args.rate, args.seconds, args, offset
             )
             results["sustained"] = sustained.summary()
-            print("sustained", json.dumps(results["sustained"]), flush=True)
+            print("sustained", _shown(results["sustained"]), flush=True)
             if args.ramp:
                 results["ramp"] = []
                 rate = args.rate + args.ramp_step
@@ -450,7 +514,7 @@ def measure(args: argparse.Namespace) -> int:
                     )
                     summary = step.summary()
                     results["ramp"].append(summary)
-                    print("ramp", json.dumps(summary), flush=True)
+                    print("ramp", _shown(summary), flush=True)
                     if not _meets(summary, args.bar_ms) or setup.job.poll() is not None:
                         break
                     rate += args.ramp_step
@@ -462,6 +526,11 @@ def measure(args: argparse.Namespace) -> int:
     if args.out:
         Path(args.out).write_text(json.dumps(results, indent=1))
     return 0
+
+
+def _shown(summary: dict) -> str:
+    """A phase's figures on one line, without the probe timeline (in ``--out`` only)."""
+    return json.dumps({k: v for k, v in summary.items() if k != "probe_timeline"})
 
 
 def _meets(row: dict, bar_ms: float) -> bool:
@@ -511,6 +580,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ramp-step", type=float, default=2_500)
     parser.add_argument("--ramp-seconds", type=float, default=90)
     parser.add_argument("--bar-ms", type=float, default=5_000)
+    parser.add_argument(
+        "--gateway-arg",
+        action="append",
+        default=[],
+        help="an hbase-gateway option for the gateway (repeat: --gateway-arg=--workers=1)",
+    )
+    parser.add_argument(
+        "--backlog", type=int, default=0, help="after the warm-up: CPU per event over N events"
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", help="write the results as JSON here too")
     return measure(parser.parse_args(argv))

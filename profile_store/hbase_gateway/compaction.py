@@ -106,11 +106,16 @@ class BackgroundCompactor:
         for name in due:
             if self._stopping.is_set():
                 break
+            started = time.monotonic()
             before = self.store.stored_cells(name)
             self.store.compact(name, major=False)
             after = self.store.stored_cells(name)
             logger.info(
-                "compacted %s: %d stored cells -> %d", name.decode(errors="replace"), before, after
+                "compacted %s: %d stored cells -> %d in %.1f s",
+                name.decode(errors="replace"),
+                before,
+                after,
+                time.monotonic() - started,
             )
         return due
 

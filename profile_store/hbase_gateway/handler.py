@@ -29,7 +29,7 @@ from .idl import load_idl
 from .scanner import Scanner, ScannerRegistry, ScanSpec
 from .schema import FOREVER, LATEST_TIMESTAMP, FamilyDescriptor, StoredCell, TableInfo
 from .store import RowCells, Store
-from .wire import EncodedRows
+from .wire import EncodedRows, encode_row
 
 _IDL = load_idl()
 TCell = _IDL.TCell
@@ -83,9 +83,14 @@ class HbaseHandler:
         return TRowResult(row, {prefixes[c[1]] + c[2]: TCell(c[4], c[3]) for c in cells})
 
     def _row_results(self, table: bytes, rows: list[RowCells], sort: bool = False) -> list[object]:
+        """A get's rows, encoded as a scan's are over the binary protocol (one version per
+        column: the same bytes as the objects, without building them)."""
         if not rows:
             return []
         info = self.store.table(table)
+        if self._encode_rows and not sort:
+            prefixes = info.column_prefixes
+            return EncodedRows([encode_row(prefixes, row, cells) for row, cells in rows])
         return [self._row_result(info, row, cells, sort) for row, cells in rows]
 
     @staticmethod

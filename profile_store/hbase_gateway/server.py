@@ -87,7 +87,7 @@ class GatewayProcessor(TProcessor):
         self._metrics.call(api, outcome, seconds, request_bytes)
         if isinstance(reply, TApplicationException):
             self.send_exception(oprot, api, reply, seqid)
-        elif type(getattr(reply, "success", None)) is EncodedRows:  # a scan reply, pre-encoded
+        elif type(getattr(reply, "success", None)) is EncodedRows:  # rows, pre-encoded
             write_reply(oprot, api, seqid, reply.success)
         elif not reply.oneway:
             self.send_result(oprot, api, reply, seqid)

@@ -426,7 +426,11 @@ class Store:
     def compact(self, name: bytes, major: bool) -> None:
         """Reclaim excess versions and TTL-expired cells; a major compaction also drops markers.
 
-        The table is processed in row chunks, each in its own short transaction.
+        The table is processed in row chunks. What a chunk can reclaim is looked for on a
+        reader, without the write lock: a version beyond its family's ``max_versions`` or past
+        its TTL stays so (a delete that removes a newer version removes it too), so the write
+        transaction only deletes those cells by key. Writers, in this process or another, wait
+        for those deletes only, never for the scans.
         """
         info = self.table(name)
         with self._write() as conn:
@@ -434,38 +438,29 @@ class Store:
         after: bytes | None = None
         reclaimed = 0
         while True:
+            rows = self._read_for_compaction(
+                info,
+                f"SELECT DISTINCT row FROM {info.cells_table}"
+                + ("" if after is None else " WHERE row > ?")
+                + f" ORDER BY row LIMIT {_COMPACTION_ROWS}",
+                () if after is None else (after,),
+            )
+            if not rows:
+                break
+            low, high = rows[0][0], rows[-1][0]
+            after = high
+            stale = self._read_for_compaction(info, *_reclaimable_cells(info, low, high, now_ms()))
+            if not stale:
+                continue
             with self._write() as conn:
                 current = self.catalog.cached(name)
                 if current is None or current.table_id != info.table_id:
                     raise table_not_found(name)
-                rows = conn.execute(
-                    f"SELECT DISTINCT row FROM {info.cells_table}"
-                    + ("" if after is None else " WHERE row > ?")
-                    + f" ORDER BY row LIMIT {_COMPACTION_ROWS}",
-                    () if after is None else (after,),
-                ).fetchall()
-                if not rows:
-                    break
-                low, high = rows[0][0], rows[-1][0]
-                now = now_ms()
-                after = high
-                if not _reclaimable(conn, info, low, high, now):
-                    continue
-                for fam, family in enumerate(info.families):
-                    reclaimed += conn.execute(
-                        f"DELETE FROM {info.cells_table} WHERE (row, fam, qual, ts) IN ("
-                        "SELECT row, fam, qual, ts FROM (SELECT row, fam, qual, ts, ROW_NUMBER() "
-                        "OVER (PARTITION BY row, fam, qual ORDER BY ts DESC) AS n "
-                        f"FROM {info.cells_table} WHERE row >= ? AND row <= ? AND fam = ?) "
-                        "WHERE n > ?)",
-                        (low, high, fam, family.max_versions),
-                    ).rowcount
-                    if family.ttl_ms is not None:
-                        reclaimed += conn.execute(
-                            f"DELETE FROM {info.cells_table} "
-                            "WHERE row >= ? AND row <= ? AND fam = ? AND ts < ?",
-                            (low, high, fam, now - family.ttl_ms),
-                        ).rowcount
+                reclaimed += conn.executemany(
+                    f"DELETE FROM {info.cells_table} "
+                    "WHERE row = ? AND fam = ? AND qual = ? AND ts = ?",
+                    stale,
+                ).rowcount
         stored = self.stored_cells(name)  # counted on a reader: writers go on meanwhile
         with self._write() as conn:
             conn.execute(
@@ -480,6 +475,18 @@ class Store:
                 self.checkpoint()
         if self.on_compacted is not None:
             self.on_compacted(major, reclaimed)
+
+    def _read_for_compaction(self, info: TableInfo, sql: str, params: Sequence[object]) -> list:
+        """One statement on a pooled reader, as it is (nothing pending applied first: what a
+        compaction misses of a batch not yet applied, the next one reclaims)."""
+        try:
+            with self._reader() as conn:
+                return conn.execute(sql, params).fetchall()
+        except sqlite3.OperationalError as exc:
+            if "no such table" in str(exc):  # dropped meanwhile, by this process or another
+                self.catalog.reload()
+                raise table_not_found(info.name) from exc
+            raise
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -901,33 +908,28 @@ class Store:
             )
 
 
-def _reclaimable(
-    conn: sqlite3.Connection, info: TableInfo, low: bytes, high: bytes, now: int
-) -> bool:
-    """Whether rows ``low..high`` hold a version beyond its family's ``max_versions`` or a cell
-    past its TTL: one grouped range scan, much cheaper than the deletes that look for them, and
-    after a day that only added columns (the usual case) there is nothing to reclaim."""
+def _reclaimable_cells(
+    info: TableInfo, low: bytes, high: bytes, now: int
+) -> tuple[str, tuple[bytes, bytes]]:
+    """SQL for the keys ``(row, fam, qual, ts)`` of rows ``low..high`` that reads no longer
+    see: versions beyond their family's ``max_versions``, cells past its TTL. One walk of the
+    range in key order (the window needs no sort), every family at once."""
     versions = " ".join(
         f"WHEN {fam} THEN {family.max_versions}" for fam, family in enumerate(info.families)
     )
-    found = conn.execute(
-        f"SELECT 1 FROM {info.cells_table} WHERE row >= ? AND row <= ? "
-        f"GROUP BY row, fam, qual HAVING count(*) > CASE fam {versions} END LIMIT 1",
+    floors = " ".join(
+        f"WHEN {fam} THEN {now - family.ttl_ms}"
+        for fam, family in enumerate(info.families)
+        if family.ttl_ms is not None
+    )
+    expired = f" OR ts < CASE fam {floors} END" if floors else ""
+    return (
+        "SELECT row, fam, qual, ts FROM (SELECT row, fam, qual, ts, ROW_NUMBER() OVER "
+        "(PARTITION BY row, fam, qual ORDER BY ts DESC) AS n "
+        f"FROM {info.cells_table} WHERE row >= ? AND row <= ?) "
+        f"WHERE n > CASE fam {versions} END{expired}",
         (low, high),
-    ).fetchone()
-    if found:
-        return True
-    for fam, family in enumerate(info.families):
-        if (
-            family.ttl_ms is not None
-            and conn.execute(
-                f"SELECT 1 FROM {info.cells_table} "
-                "WHERE row >= ? AND row <= ? AND fam = ? AND ts < ? LIMIT 1",
-                (low, high, fam, now - family.ttl_ms),
-            ).fetchone()
-        ):
-            return True
-    return False
+    )
 
 
 def _add_meta(conn: sqlite3.Connection, key: str, amount: int) -> None:

@@ -29,22 +29,25 @@ land: a member that lost its partitions and writes late cannot take a cell back.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import logging
 import socket
 import threading
 import time
 from collections import Counter, defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 from confluent_kafka import Consumer, KafkaException, TopicPartition
-from happybase.batch import BatchMutation, Mutation  # the Thrift structs happybase loads
 from thriftpy2.thrift import TException
 
 from profile_store.event_bus.consumer import MessageBatch, batch_consumer, consume_batch
 from profile_store.event_bus.settings import EventBusSettings
+from profile_store.hbase.encoded_puts import RowPuts, mutate_rows_ts
+from profile_store.hbase_gateway.store import DEFERRED_BATCH_MUTATIONS
 from profile_store.profiles.live_cells import (
     Lineage,
     LiveCell,
@@ -102,7 +105,11 @@ class LiveProfilesConfig:
     suppression_refresh_seconds: float = 60.0
     hbase_retry_seconds: float = 120.0  # HBase failing this long: the job stops
     session_timeout_seconds: float = 10.0
-    chunk_rows: int = 1000  # rows per multi-get and per put call
+    chunk_rows: int = 1000  # rows per multi-get
+    # Cells per put call: under the embedded gateway's deferral threshold, so each call is
+    # written at once. The job reads its rows back at its next batch, and a deferred call
+    # costs the gateway its pending log on top of the same writes.
+    put_cells: int = DEFERRED_BATCH_MUTATIONS - 1
 
     def __post_init__(self) -> None:
         for name in (
@@ -113,6 +120,7 @@ class LiveProfilesConfig:
             "hbase_retry_seconds",
             "session_timeout_seconds",
             "chunk_rows",
+            "put_cells",
         ):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name}: must be positive, got {getattr(self, name)}")
@@ -264,6 +272,10 @@ class LiveProfiles:
 
     def apply(self, batch: MessageBatch) -> None:
         """Apply a batch to the profiles table (no commit); safe to repeat."""
+        with _cyclic_gc_paused():
+            self._apply(batch)
+
+    def _apply(self, batch: MessageBatch) -> None:
         config = self.config
         events, report = parse_events(
             batch,
@@ -409,23 +421,17 @@ class LiveProfiles:
         self.progress.events_applied += int(np.count_nonzero(~already & ~late[group]))
 
     def _write(self, table, puts: Mapping[int, Mapping[str, dict[bytes, bytes]]]) -> None:
-        """One ``mutateRowsTs`` per version (partition) and ``chunk_rows`` rows, each cell
-        put with its version as timestamp."""
-        chunk = self.config.chunk_rows
+        """``mutateRowsTs`` calls per version (partition) of at most ``put_cells`` cells, each
+        cell put with its version as timestamp (a person's cells encoded once for its rows)."""
         for version, by_row in sorted(puts.items()):
-            mutations = [
-                BatchMutation(
-                    profile_key(profile),
-                    [Mutation(column=name, value=value) for name, value in cells.items()],
-                )
-                for profile, cells in sorted(by_row.items())
-            ]
-            for start in range(0, len(mutations), chunk):
-                table.connection.client.mutateRowsTs(
-                    table.name, mutations[start : start + chunk], version, {}
-                )
-            self.progress.rows_written += len(mutations)
-            self.progress.cells_written += sum(len(cells) for cells in by_row.values())
+            rows = RowPuts()
+            for profile, cells in sorted(by_row.items()):
+                rows.add(profile_key(profile), cells)
+            mutate_rows_ts(
+                table.connection.client, table.name, rows, version, self.config.put_cells
+            )
+            self.progress.rows_written += len(rows)
+            self.progress.cells_written += rows.cells
 
     # -- HBase and Kafka -------------------------------------------------------------------------
 
@@ -474,6 +480,22 @@ class LiveProfiles:
                 raise
             logger.warning("live profiles: suppression list not re-read (%r); keeping it", error)
         self._suppression_loaded = now
+
+
+@contextlib.contextmanager
+def _cyclic_gc_paused() -> Iterator[None]:
+    """A batch allocates tens of thousands of small containers (rows, cells, lineages), all
+    freed by reference counting when it ends, and Python's cyclic collector, run every few
+    hundred of them, kept walking the job's heap for nothing: it runs between batches instead
+    (at the first allocation after)."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 def _partition_versions(batch: MessageBatch) -> dict[int, int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -91,6 +92,26 @@ def test_a_compaction_with_nothing_to_reclaim_runs_no_delete(store: Store) -> No
     store.compact(b"t", major=False)
     store._writer.set_trace_callback(None)
     assert not [s for s in statements if s.startswith("DELETE FROM cells_")]
+
+
+def test_a_compaction_holds_the_write_lock_only_to_delete_the_cells_it_found(
+    store: Store,
+) -> None:
+    for ts in (1, 2, 3):
+        store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"v")]) for i in range(5000)], ts)
+    statements: list[str] = []
+    store._writer.set_trace_callback(statements.append)
+    store.compact(b"t", major=False)
+    store._writer.set_trace_callback(None)
+    cells = store.table(b"t").cells_table
+    on_cells = [s for s in statements if cells in s]
+    assert on_cells, "the compaction deleted nothing"
+    by_key = re.compile(
+        f"DELETE FROM {cells} WHERE row = x'[0-9a-f]+' AND fam = [0-9]+ "
+        "AND qual = x'[0-9a-f]*' AND ts = [0-9]+"
+    )
+    assert all(by_key.fullmatch(s) for s in on_cells), on_cells[:3]
+    assert stored(store, cells) == 10_000
 
 
 def test_deleting_a_table_drops_its_storage(store: Store) -> None:

@@ -4,7 +4,7 @@ kill -9 there.
     python live_child.py --bootstrap B --topic T --group G --hbase-port P --table NAME \
         --flag FILE
 
-Puts go out two rows per call; once the first call of the first batch is acknowledged the child
+Puts go out one row per call; once the first call of the first batch is acknowledged the child
 writes the flag file and stalls: some rows of the batch hold its cells, the others do not, and
 its offsets are not committed.
 """
@@ -29,16 +29,19 @@ from profile_store.realtime.live_profiles import LiveProfiles, LiveProfilesConfi
 
 
 def stall_after_first_call(client, flag: Path) -> None:
-    """The Thrift client's puts: the first goes through, then the process stalls for good."""
-    put = client.mutateRowsTs
+    """The Thrift client's puts: once the first is acknowledged, the process stalls for good
+    (at the client's reply, where every way of sending a put ends)."""
+    receive = client._recv
 
-    def first_then_stall(*args):
-        put(*args)
-        flag.write_text("stalled")
-        while True:
-            time.sleep(60)
+    def receive_then_stall(api: str):
+        reply = receive(api)
+        if api == "mutateRowsTs":
+            flag.write_text("stalled")
+            while True:
+                time.sleep(60)
+        return reply
 
-    client.mutateRowsTs = first_then_stall
+    client._recv = receive_then_stall
 
 
 def main() -> int:
@@ -56,7 +59,7 @@ def main() -> int:
     job = LiveProfiles(
         EventBusSettings(bootstrap_servers=args.bootstrap, topic=args.topic),
         open_table,
-        LiveProfilesConfig(group_id=args.group, rules=parse_rules(RULES), chunk_rows=2),
+        LiveProfilesConfig(group_id=args.group, rules=parse_rules(RULES), put_cells=1),
     ).start()
     while True:
         job.step(0.2)
