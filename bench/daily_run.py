@@ -102,13 +102,14 @@ class Runner:
 
     def run(self, day: date, assets: list[str]) -> tuple[float, dict[str, float]]:
         """Wall seconds of one run, and seconds per step (asset or check)."""
-        seconds, steps, _ = self.run_with_received_rows(day, assets)
+        seconds, steps, _, _ = self.run_with_received_rows(day, assets)
         return seconds, steps
 
     def run_with_received_rows(
         self, day: date, assets: list[str]
-    ) -> tuple[float, dict[str, float], int | None]:
-        """Wall seconds, seconds per step, and the landing rows raw_events read (if it ran)."""
+    ) -> tuple[float, dict[str, float], int | None, dict[str, str]]:
+        """Wall seconds, seconds per step, the landing rows raw_events read (if it ran), and
+        each check's outcome ("passed", or "FAILED" with its severity)."""
         from dagster import materialize
 
         started = time.perf_counter()
@@ -131,7 +132,13 @@ class Runner:
             materialization = event.step_materialization_data.materialization
             if materialization.asset_key.to_user_string() == "raw_events":
                 received = materialization.metadata["received_rows"].value
-        return seconds, steps, received
+        outcomes = {
+            f"{evaluation.asset_key.to_user_string()}_{evaluation.check_name}": "passed"
+            if evaluation.passed
+            else f"FAILED ({evaluation.severity.value})"
+            for evaluation in result.get_asset_check_evaluations()
+        }
+        return seconds, steps, received, outcomes
 
 
 def main() -> int:
@@ -212,10 +219,12 @@ def whole_graph_day(
     shutil.rmtree(lake / EVENTS, ignore_errors=True)
     shutil.rmtree(lake / QUARANTINE, ignore_errors=True)
     for day in days:
-        seconds, steps = runner.run(day, everything)
+        seconds, steps, _, outcomes = runner.run_with_received_rows(day, everything)
         print(f"setup: history day {day}, every asset and check: {seconds:.1f} s", flush=True)
         print("  " + ", ".join(f"{name} {value:.1f}" for name, value in steps.items()), flush=True)
-    seconds, steps, received = runner.run_with_received_rows(new_day, everything)
+        failed = {name: outcome for name, outcome in outcomes.items() if outcome != "passed"}
+        print(f"  checks: {len(outcomes) - len(failed)} of {len(outcomes)} passed {failed or ''}")
+    seconds, steps, received, outcomes = runner.run_with_received_rows(new_day, everything)
     assert received is not None, "raw_events did not run"
 
     print()
@@ -225,11 +234,12 @@ def whole_graph_day(
         f"(seed {args.seed}); the new day in one run with every asset and every asset check"
     )
     print()
-    print("| new day: step | kind | seconds |")
-    print("| --- | --- | ---: |")
+    print("| new day: step | kind | seconds | outcome |")
+    print("| --- | --- | ---: | --- |")
     for name, step_seconds in steps.items():
         kind = "asset" if name in everything else "check"
-        print(f"| {name} | {kind} | {step_seconds:.1f} |")
+        outcome = outcomes.get(name, "") if kind == "check" else "materialized"
+        print(f"| {name} | {kind} | {step_seconds:.1f} | {outcome} |")
     rate = received / seconds
     print()
     print("| landing events | run seconds | events/s end-to-end |")
