@@ -93,6 +93,10 @@ class DirectoryScheduling(LoadScopeScheduling):
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log) -> DirectoryScheduling:
+    # pytest-xdist otherwise hands out the groups with the most tests first (its
+    # ``--loadscope-reorder``, on by default), which started the slowest groups, each of a few
+    # tests, last: the suite then ended on one worker running them while the others idled.
+    config.option.loadscopereorder = False
     return DirectoryScheduling(config, log)
 
 
