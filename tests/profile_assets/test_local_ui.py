@@ -5,6 +5,7 @@ over GraphQL and in Debian's chromium."""
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -144,19 +145,26 @@ def test_the_automation_tag_agrees_with_the_running_automation_sensor(local_ui):
     assert state["instance"]["autoMaterializePaused"] is False
 
 
-def test_the_ui_opens_without_the_first_run_pop_up(local_ui):
-    assert graphql(local_ui, "query { shouldShowNux }")["shouldShowNux"] is False
+@contextlib.contextmanager
+def assets_page(url: str):
+    """The UI's asset list in Debian's chromium."""
     with sync_playwright() as driver:
         browser = driver.chromium.launch(
             executable_path=chromium(), args=["--no-sandbox", "--disable-dev-shm-usage"]
         )
         try:
             page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.goto(f"{local_ui}/assets")
-            page.get_by_text("raw_events").first.wait_for(timeout=120_000)
-            assert page.locator("[role=dialog]").count() == 0
+            page.goto(f"{url}/assets")
+            yield page
         finally:
             browser.close()
+
+
+def test_the_ui_opens_without_the_first_run_pop_up(local_ui):
+    assert graphql(local_ui, "query { shouldShowNux }")["shouldShowNux"] is False
+    with assets_page(local_ui) as page:
+        page.get_by_text("raw_events").first.wait_for(timeout=120_000)
+        assert page.locator("[role=dialog]").count() == 0
 
 
 def status_cells(page, asset: str) -> list[str]:
@@ -172,25 +180,16 @@ def status_cells(page, asset: str) -> list[str]:
 
 
 def test_the_asset_list_shows_every_daily_asset_built_on_every_day(local_ui):
-    with sync_playwright() as driver:
-        browser = driver.chromium.launch(
-            executable_path=chromium(), args=["--no-sandbox", "--disable-dev-shm-usage"]
-        )
-        try:
-            page = browser.new_page(viewport={"width": 1400, "height": 900})
-            page.goto(f"{local_ui}/assets")
-            page.get_by_text(f"{LAKE_DAYS} partitions").first.wait_for(timeout=120_000)
-            graph = defs.get_repository_def().asset_graph
-            daily = sorted(
-                key.to_user_string() for key in graph.get_all_asset_keys()
-                if graph.get(key).is_partitioned
-            )  # fmt: skip
-            shown = {asset: status_cells(page, asset) for asset in daily}
-            # materialized: all; missing, failed, in progress: none
-            expected = ["All", "0", "0", "0", f"{LAKE_DAYS} partitions"]
-            assert shown == dict.fromkeys(daily, expected)
-            target = os.environ.get("BUILDER_SCREENSHOTS")
-            if target:
-                page.screenshot(path=str(Path(target) / "dagster-assets.png"))
-        finally:
-            browser.close()
+    graph = defs.get_repository_def().asset_graph
+    daily = sorted(
+        key.to_user_string() for key in graph.get_all_asset_keys() if graph.get(key).is_partitioned
+    )
+    with assets_page(local_ui) as page:
+        page.get_by_text(f"{LAKE_DAYS} partitions").first.wait_for(timeout=120_000)
+        shown = {asset: status_cells(page, asset) for asset in daily}
+        # materialized: all; missing, failed, in progress: none
+        expected = ["All", "0", "0", "0", f"{LAKE_DAYS} partitions"]
+        assert shown == dict.fromkeys(daily, expected)
+        target = os.environ.get("BUILDER_SCREENSHOTS")
+        if target:
+            page.screenshot(path=str(Path(target) / "dagster-assets.png"))
