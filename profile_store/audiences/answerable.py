@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
-from profile_store.audiences.query import QueryError
+from profile_store.audiences.query import QueryError, days_between
 
 NOT_BUILT = "not_built"
 NEVER_SEEN = "never_seen"
@@ -258,10 +258,6 @@ def nearest_shift(
             if clear(shift):
                 return shift
     return None
-
-
-def days_between(first: date, last: date) -> list[date]:
-    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
 
 def shown_days(days: Iterable[date]) -> str:

@@ -38,6 +38,11 @@ LEAF_FIELDS = {
 }
 
 
+def days_between(first: date, last: date) -> list[date]:
+    """Every day from ``first`` to ``last``, both included (none when ``last`` is earlier)."""
+    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
+
+
 class QueryError(ValueError):
     """A query that cannot be answered as written; ``path`` locates the fault."""
 
@@ -70,8 +75,7 @@ class Leaf:
     def days(self) -> list[date]:
         if self.date_from is None or self.date_to is None:
             raise ValueError(f"{self.path}: last_days not resolved against a built day yet")
-        count = (self.date_to - self.date_from).days + 1
-        return [self.date_from + timedelta(days=i) for i in range(count)]
+        return days_between(self.date_from, self.date_to)
 
 
 @dataclass(frozen=True)
