@@ -25,6 +25,7 @@ from thriftpy2.thrift import TException
 from profile_store.cli.argument_types import positive_int
 from profile_store.hbase.pool import hbase_pool
 from profile_store.hbase.settings import PROTOCOLS, TRANSPORTS, HBaseSettings
+from profile_store.hbase_gateway.data_dir import DB_FILE
 from profile_store.hbase_gateway.process import GatewayStartError
 
 EXIT_OK = 0
@@ -74,7 +75,6 @@ def require_table_store(settings: HBaseSettings, table: str) -> None:
     Starting the gateway there would create an empty store (a stray ``data/hbase`` wherever the
     command was run) only to answer "table not found".
     """
-    from profile_store.hbase_gateway.store import DB_FILE  # the gateway's store, when used
 
     if settings.embedded and not (Path(settings.data_dir) / DB_FILE).exists():
         raise MissingTable(missing_table_message(settings, table))
@@ -154,9 +154,13 @@ def settings_from_args(args: argparse.Namespace, environ: Any = None) -> HBaseSe
 @contextlib.contextmanager
 def table_pool(args: argparse.Namespace, table: str) -> Iterator[happybase.ConnectionPool]:
     """A pool on the HBase the command's flags and environment name, for reading ``table``;
-    an embedded store that does not exist yet is refused before a gateway creates it."""
+    an embedded store that does not exist yet is refused before a gateway creates it, and one
+    that does is served by one gateway process unless the settings say how many."""
     settings = settings_from_args(args)
     require_table_store(settings, table)
+    if settings.embedded and settings.gateway_workers is None:
+        # One command is one client: a gateway of one process starts and stops the fastest.
+        settings = settings.with_overrides(gateway_workers=1)
     with hbase_pool(settings) as pool:
         yield pool
 

@@ -35,9 +35,9 @@ from prometheus_client.registry import CollectorRegistry
 from prometheus_client.utils import floatToGoString
 
 from .admission import ConnectionSlots
+from .data_dir import DB_FILE, LOG_FILE
 from .idl import load_idl
-from .pending import LOG_FILE, read_counters
-from .store import DB_FILE
+from .pending import read_counters
 
 METHODS = (*sorted(load_idl().Hbase.thrift_services), "(unknown)")
 """Thrift methods, as labels; any name not in the IDL counts as ``(unknown)``, so a client

@@ -45,10 +45,9 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Protocol
 
+from .data_dir import COUNTERS_FILE, LOG_FILE
 from .schema import StoredCell
 
-LOG_FILE = "pending.sqlite3"
-COUNTERS_FILE = "pending.counters"
 POLL_S = 0.005  # how often an idle applier looks at the counters (a few microseconds each)
 
 logger = logging.getLogger(__name__)

@@ -80,14 +80,9 @@ class EmbeddedGateway:
         self.requested_metrics_port = metrics_port
         self.metrics_port: int | None = None
         self.server_args = tuple(server_args)
-        if workers is None:
-            # Here, not at the top: a client starting the gateway loads none of the server.
-            from .workers import default_workers
-
-            workers = default_workers()
-        self.workers = workers
-        if self.workers < 1:
-            raise ValueError(f"workers must be at least 1, got {self.workers}")
+        if workers is not None and workers < 1:
+            raise ValueError(f"workers must be at least 1, got {workers}")
+        self.workers = workers  # None: left to the gateway (a client loads none of the server)
         self.host = host
         self.requested_port = port
         self.transport = transport
@@ -139,8 +134,7 @@ class EmbeddedGateway:
             "--ready-file",
             str(ready_file),
             "--exit-with-stdin",
-            "--workers",
-            str(self.workers),
+            *(() if self.workers is None else ("--workers", str(self.workers))),
             *self.server_args,
         ]
         if self.requested_metrics_port is not None:
@@ -177,7 +171,7 @@ class EmbeddedGateway:
                 return int(ready["port"])
             if not self.running:
                 raise GatewayStartError(f"the gateway exited during start-up:\n{self._log_tail()}")
-            time.sleep(0.02)
+            time.sleep(0.005)  # a read command waits for this: poll finely
         raise GatewayStartError(
             f"the gateway did not listen within {self.startup_timeout}s:\n{self._log_tail()}"
         )

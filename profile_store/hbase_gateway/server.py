@@ -21,6 +21,7 @@ import select
 import socket
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from typing import Any
 
@@ -242,6 +243,15 @@ class GatewayServer:
         self._transport_factory = TRANSPORTS[transport]()
         self._protocol_factory = PROTOCOLS[protocol]()
         self._stopping = threading.Event()
+        # shutdown() writes here to end serve_forever's select at once: a signal handler alone
+        # would not, since Python retries an interrupted select for the rest of its timeout.
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        # Closed with the server object, never before: a shutdown() after serving ended must
+        # not write into a descriptor number the process has since reused.
+        weakref.finalize(self, os.close, self._wake_w)
+        weakref.finalize(self, os.close, self._wake_r)
         self._clients: dict[socket.socket, _Client] = {}
         self._clients_lock = threading.Lock()
 
@@ -260,7 +270,9 @@ class GatewayServer:
         """
         self._listener.setblocking(False)
         wake = self.slots.wake_fd()
-        watched = [self._listener] if wake is None else [self._listener, wake]
+        watched = (
+            [self._listener, self._wake_r] if wake is None else [self._listener, self._wake_r, wake]
+        )
         deferred = 0
         try:
             while not self._stopping.is_set():
@@ -369,8 +381,11 @@ class GatewayServer:
                     )
 
     def shutdown(self) -> None:
-        """Stop accepting and end idle connections; safe to call from a signal handler."""
+        """Stop accepting and end idle connections; safe to call from a signal handler, and
+        takes effect at once (not at the next poll)."""
         self._stopping.set()
+        with contextlib.suppress(BlockingIOError):  # the pipe is full: woken already
+            os.write(self._wake_w, b"\0")
 
     def _drain(self, timeout: float = 10.0) -> None:
         with self._clients_lock:

@@ -35,6 +35,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from .catalog import CATALOG_DDL, Catalog, CatalogSignal
+from .data_dir import DB_FILE
 from .errors import (
     GatewayInternalError,
     GatewayIOError,
@@ -64,7 +65,6 @@ from .schema import (
     validate_table_name,
 )
 
-DB_FILE = "hbase.sqlite3"
 Bound = tuple[bytes, bool]
 """A scan boundary: ``(row key, inclusive)``."""
 RowCells = tuple[bytes, list[StoredCell]]

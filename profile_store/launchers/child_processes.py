@@ -7,6 +7,8 @@ signal, a bounded wait, then SIGKILL, so that a hung child never hangs the calle
 
 from __future__ import annotations
 
+import os
+import select
 import signal
 import socket
 import subprocess
@@ -27,12 +29,34 @@ def stop_process(
     """Send ``signum`` if it still runs, wait up to ``timeout`` s, then kill; its exit code."""
     if process.poll() is None:
         process.send_signal(signum)
+        if not wait_for_exit(process, timeout):
+            process.kill()
+        process.wait()
+    return process.returncode
+
+
+def wait_for_exit(process: subprocess.Popen, timeout: float) -> bool:
+    """Whether ``process`` exits within ``timeout`` s, known the moment it does.
+
+    ``Popen.wait(timeout)`` polls with sleeps of up to 50 ms, a tenth of what a command that
+    starts the embedded gateway may take in all; a pidfd becomes readable when the process
+    exits.
+    """
+    if process.poll() is not None:
+        return True  # reaped: its pid may be another process's by now
+    try:
+        pidfd = os.pidfd_open(process.pid)  # a zombie until reaped (by us), so still this one
+    except OSError:  # a kernel without pidfd: poll as Popen does
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-    return process.returncode
+            return False
+        return True
+    try:
+        readable, _, _ = select.select([pidfd], [], [], timeout)
+        return bool(readable)
+    finally:
+        os.close(pidfd)
 
 
 def log_tail(logs: Iterable[Path], lines: int = 40) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import signal
 import socket
@@ -16,10 +17,12 @@ import httpx
 import pytest
 
 from profile_store.audiences.admission import admissible_query
+from profile_store.audiences.sketch_table import SKETCH_TABLE
 from profile_store.cli import audiences as cli
-from profile_store.cli.conventions import settings_from_args
+from profile_store.cli.conventions import settings_from_args, table_pool
 from profile_store.hbase.pool import hbase_pool
 from profile_store.hbase.settings import HBaseSettings
+from profile_store.hbase_gateway.process import child_pids
 
 REPO = Path(__file__).resolve().parents[2]
 SHOP_KEY = "shop-key-0123456789abcdef"
@@ -189,6 +192,32 @@ def test_without_a_host_estimate_serves_itself_from_an_embedded_gateway(
     code = cli.main(["estimate", write_query(tmp_path, FUNNEL), "--hbase-data-dir", str(data_dir)])
     assert code == 0
     assert capsys.readouterr().out.startswith("audience   70 users (exact)")
+
+
+def test_a_command_serves_itself_from_a_gateway_of_one_process(
+    tmp_path, fill_sketch_table, monkeypatch
+):
+    monkeypatch.delenv("HBASE_THRIFT_HOST", raising=False)
+    monkeypatch.delenv("PROFILES_HBASE_GATEWAY_WORKERS", raising=False)
+    data_dir = tmp_path / "hbase"
+    with hbase_pool(HBaseSettings(data_dir=str(data_dir))) as pool, pool.connection() as conn:
+        fill_sketch_table(conn)
+    parser = cli.configure_parser(cli.argparse.ArgumentParser())
+    args = parser.parse_args(["estimate", "q.json", "--hbase-data-dir", str(data_dir)])
+    with table_pool(args, SKETCH_TABLE) as pool, pool.connection() as conn:
+        assert SKETCH_TABLE.encode() in conn.tables()
+        gateways = [pid for pid in child_pids(os.getpid()) if serves(pid, data_dir)]
+        assert len(gateways) == 1
+        assert child_pids(gateways[0]) == []  # no worker, upkeep or metrics processes
+
+
+def serves(pid: int, data_dir: Path) -> bool:
+    """Whether process ``pid`` is a gateway over ``data_dir``."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return b"profile_store.cli.hbase_gateway" in argv and str(data_dir).encode() in argv
 
 
 def test_hbase_pool_stops_the_embedded_gateway_it_started(tmp_path):

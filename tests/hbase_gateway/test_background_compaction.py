@@ -15,8 +15,8 @@ from profile_assets.audience_assets import attribute_stats, audience_sketches, t
 from profile_assets.raw_events import raw_events
 from profile_store.audiences.sketch_table import SKETCH_TABLE
 from profile_store.generator.lake import generate_lake
+from profile_store.hbase_gateway.data_dir import DB_FILE
 from profile_store.hbase_gateway.process import EmbeddedGateway
-from profile_store.hbase_gateway.store import DB_FILE
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -13,6 +14,9 @@ import pytest
 from profile_store.cli import hbase_gateway as gateway_cli
 from profile_store.cli.main import build_parser
 from profile_store.hbase_gateway.process import EmbeddedGateway, GatewayStartError
+from profile_store.hbase_gateway.server import GatewayServer
+from profile_store.hbase_gateway.store import Store
+from profile_store.launchers.child_processes import wait_for_exit
 
 
 def test_profiles_cli_registers_the_hbase_gateway_command(tmp_path: Path) -> None:
@@ -55,6 +59,35 @@ def test_sigterm_stops_the_gateway_with_exit_code_zero(tmp_path: Path) -> None:
     gateway = EmbeddedGateway(tmp_path).start()
     assert gateway.stop() == 0
     assert not gateway.running
+
+
+def test_shutdown_ends_serving_at_once_not_at_the_next_poll(tmp_path: Path) -> None:
+    server = GatewayServer(Store(tmp_path), port=0)
+    serving = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 600}, daemon=True
+    )
+    serving.start()
+    client = happybase.Connection(host=server.host, port=server.port)
+    try:
+        assert client.tables() == []
+    finally:
+        client.close()
+        server.shutdown()
+        serving.join(30)  # a shutdown seen only at the next poll would take 600 s
+        server.store.close()
+    assert not serving.is_alive()
+
+
+def test_waiting_for_a_process_says_whether_it_exited_in_time() -> None:
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    try:
+        assert not wait_for_exit(sleeper, 0.2)
+        sleeper.terminate()
+        assert wait_for_exit(sleeper, 30)
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert wait_for_exit(sleeper, 0.2)  # already reaped
 
 
 def test_sigterm_lets_idle_connections_go(tmp_path: Path) -> None:
