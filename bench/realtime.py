@@ -12,7 +12,8 @@ several ids, whose segment expiry is unique. A prober reads the person's OTHER i
 first read that shows it.
 
 1. **sustained**: ``--rate`` for ``--seconds`` (5,000/s for 600 s by default): p50 / p99 / max,
-   the job's RSS sampled every 5 s (first, last, highest), its CPU and the gateway's.
+   the job's RSS sampled every 5 s (first, last, highest), the CPU of the job, the gateway, the
+   broker and this process (the producer and the prober), and how busy the machine was.
 2. **ramp** (``--ramp``): rates going up by ``--ramp-step`` for ``--ramp-seconds`` each, until
    p99 passes ``--bar-ms`` or probes are no longer all seen; the highest rate that met it.
 3. **backlog** (``--backlog N``, instead of 1 and 2): once the job has caught up with the
@@ -36,6 +37,7 @@ import json
 import os
 import platform
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -154,6 +156,9 @@ class Phase:
     load: tuple[float, float] = (0.0, 0.0)
     job_cpu_s: float = 0.0
     gateway_cpu_s: float = 0.0
+    broker_cpu_s: float = 0.0
+    bench_cpu_s: float = 0.0  # this process: the producer and the prober
+    busy_share: float = 0.0  # of the machine's CPU time, whatever used it
 
     def latencies_ms(self) -> np.ndarray:
         return np.array(
@@ -181,6 +186,9 @@ class Phase:
             "load_average_start_end": [round(x, 1) for x in self.load],
             "job_cpu_s": round(self.job_cpu_s, 1),
             "gateway_cpu_s": round(self.gateway_cpu_s, 1),
+            "broker_cpu_s": round(self.broker_cpu_s, 1),
+            "bench_cpu_s": round(self.bench_cpu_s, 1),
+            "machine_busy_percent": round(100 * self.busy_share, 1),
             # Each probe's acknowledgement (epoch s) and latency (ms; None: never seen), to
             # line stalls up with the gateway's and the job's logs.
             "probe_timeline": [
@@ -196,6 +204,7 @@ class Setup:
     settings: object
     address: tuple[str, int]
     gateway_pid: int
+    broker_pid: int
     job: subprocess.Popen
     people: Population
     work: Path
@@ -347,9 +356,12 @@ def run_phase(
     phase = Phase(rate, seconds)
     load_start = os.getloadavg()[0]
     job_cpu, gateway_cpu = TreeCpu(job_pid), TreeCpu(gateway_pid)
-    job_cpu.sample()
-    gateway_cpu.sample()
+    broker_cpu = TreeCpu(setup.broker_pid)
+    for tree in (job_cpu, gateway_cpu, broker_cpu):
+        tree.sample()
     job_before, gateway_before = sum(job_cpu.seen.values()), sum(gateway_cpu.seen.values())
+    broker_before = sum(broker_cpu.seen.values())
+    bench_before, machine_before = _own_cpu_s(), _machine_cpu()
     sampling = threading.Event()
 
     def sample_rss() -> None:
@@ -366,8 +378,25 @@ def run_phase(
     sampler.join()
     phase.job_cpu_s = job_cpu.stop() - job_before
     phase.gateway_cpu_s = gateway_cpu.stop() - gateway_before
+    phase.broker_cpu_s = broker_cpu.stop() - broker_before
+    phase.bench_cpu_s = _own_cpu_s() - bench_before
+    (busy_after, total_after), (busy_before, total_before) = _machine_cpu(), machine_before
+    busy, total = busy_after - busy_before, total_after - total_before
+    phase.busy_share = busy / total if total else 0.0
     phase.load = (load_start, os.getloadavg()[0])
     return phase, offset
+
+
+def _own_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _machine_cpu() -> tuple[int, int]:
+    """``(busy, total)`` clock ticks of every CPU since boot (``/proc/stat``; idle and iowait
+    are not busy)."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
 
 
 def run_backlog(setup: Setup, pool: list[tuple], count: int, offset: int) -> dict:
@@ -472,7 +501,9 @@ def started(args: argparse.Namespace) -> Iterator[Setup]:
             stderr=log,
         )
         try:
-            yield Setup(settings, (gateway.host, gateway.port), gateway.pid, job, people, work)
+            yield Setup(
+                settings, (gateway.host, gateway.port), gateway.pid, broker.pid, job, people, work
+            )
         finally:
             job.terminate()
             job.wait(120)
@@ -538,10 +569,14 @@ def _meets(row: dict, bar_ms: float) -> bool:
     return row["probes_seen"] == row["probes"] and (row["p99_ms"] or float("inf")) <= bar_ms
 
 
+CPU_COLUMNS = ("job_cpu_s", "gateway_cpu_s", "broker_cpu_s", "bench_cpu_s")
+
+
 def _print_tables(results: dict, args: argparse.Namespace) -> None:
     print(
         "\n| rate /s | seconds | probes seen | p50 ms | p99 ms | max ms | job RSS MB first / last "
-        "/ max | job CPU s | gateway CPU s | load avg start / end |"
+        "/ max | CPU s: job / gateway / Kafka / producer+prober | machine busy % "
+        "| load avg start / end |"
     )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     rows = [results["sustained"], *results.get("ramp", [])]
@@ -555,8 +590,8 @@ def _print_tables(results: dict, args: argparse.Namespace) -> None:
             f"{row['probes_seen']} / {row['probes']}",
             *latency,
             " / ".join(f"{x:.0f}" for x in row["rss_mb_first_last_max"]),
-            f"{row['job_cpu_s']:.0f}",
-            f"{row['gateway_cpu_s']:.0f}",
+            " / ".join(f"{row[k]:.0f}" for k in CPU_COLUMNS),
+            f"{row['machine_busy_percent']:.0f}",
             " / ".join(f"{x:.1f}" for x in row["load_average_start_end"]),
         ]
         print("| " + " | ".join(cells) + " |")

@@ -189,6 +189,11 @@ class KafkaBroker:
     def running(self) -> bool:
         return self._process is not None and self._process.poll() is None
 
+    @property
+    def pid(self) -> int | None:
+        """The broker's JVM (None before the start), e.g. for a benchmark to sample its CPU."""
+        return None if self._process is None else self._process.pid
+
     # -- life cycle ------------------------------------------------------------------------------
 
     def start(self) -> KafkaBroker:
