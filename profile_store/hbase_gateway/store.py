@@ -510,11 +510,20 @@ class Store:
         where, params = _filters(selection, before_ts)
         floors = info.ttl_floors(now_ms())
         limits = info.version_limits(versions)
-        base = f"SELECT row, fam, qual, ts, value FROM {info.cells_table} WHERE "
+        if versions == 1:
+            # The newest version of each column only, picked by SQLite (a bare column beside
+            # max() comes from the row holding the max): the versions a compaction has not yet
+            # reclaimed never reach Python. A TTL drops older versions first, so it is applied
+            # to the newest alone, as before.
+            base = f"SELECT row, fam, qual, max(ts), value FROM {info.cells_table} WHERE "
+            order = " GROUP BY row, fam, qual ORDER BY row, fam, qual"  # the key's order
+        else:
+            base = f"SELECT row, fam, qual, ts, value FROM {info.cells_table} WHERE "
+            order = " ORDER BY row, fam, qual, ts DESC"
         if len(rows) == 1:
             cells = self._query(
                 info,
-                f"{base}row = ?{where} ORDER BY fam, qual, ts DESC",
+                f"{base}row = ?{where}{order}",
                 [rows[0], *params],
                 rows,
             )
@@ -526,8 +535,7 @@ class Store:
             chunk = unique[start : start + _IN_CHUNK]
             cells = self._query(
                 info,
-                f"{base}row IN ({','.join('?' * len(chunk))}){where} "
-                "ORDER BY row, fam, qual, ts DESC",
+                f"{base}row IN ({','.join('?' * len(chunk))}){where}{order}",
                 [*chunk, *params],
                 chunk,
             )
