@@ -4,12 +4,12 @@ ANOTHER id of the same person shows it, at a sustained rate, on this machine.
 Everything runs here for real: the project's Kafka broker, the embedded HBase gateway (its
 default workers) holding ``--persons`` persons of one to five ids each (compacted rows: master,
 linked ids, daily state as of the end of yesterday), and ``profiles stream live-profiles`` as its
-own process. A producer sends generated events of those ids at ``--rate`` events/s; a few times
-a second one of them is a *probe*: an event of a rule-matching type on one id of a person of
-several ids, whose segment expiry is unique. A prober reads the person's OTHER ids with
-``segments_many`` (the bidders' read, one round trip for all pending probes) every
-``--poll-ms``, and a probe's latency is the time from Kafka's acknowledgement of its send to the
-first read that shows it.
+own process (``--jobs N``: N of them in one consumer group, sharing the partitions). A producer
+sends generated events of those ids at ``--rate`` events/s; a few times a second one of them is a
+*probe*: an event of a rule-matching type on one id of a person of several ids, whose segment
+expiry is unique. A prober reads the person's OTHER ids with ``segments_many`` (the bidders'
+read, one round trip for all pending probes) every ``--poll-ms``, and a probe's latency is the
+time from Kafka's acknowledgement of its send to the first read that shows it.
 
 1. **sustained**: ``--rate`` for ``--seconds`` (5,000/s for 600 s by default): p50 / p99 / max,
    the job's RSS sampled every 5 s (first, last, highest), the CPU of the job, the gateway, the
@@ -205,7 +205,11 @@ class Setup:
     address: tuple[str, int]
     gateway_pid: int
     broker_pid: int
-    job: subprocess.Popen
+    jobs: list[subprocess.Popen]  # the live job's processes, one consumer group
+
+    def job_stopped(self) -> bool:
+        return any(job.poll() is not None for job in self.jobs)
+
     people: Population
     work: Path
 
@@ -352,10 +356,10 @@ def run_phase(
 ) -> tuple[Phase, int]:
     """Send at ``rate`` for ``seconds``, then wait (at most ``--drain-seconds``) for the last
     probes; the phase's figures and where in the pool the next phase starts."""
-    job_pid, gateway_pid = setup.job.pid, setup.gateway_pid
+    job_pids = [job.pid for job in setup.jobs]
     phase = Phase(rate, seconds)
     load_start = os.getloadavg()[0]
-    job_cpu, gateway_cpu = TreeCpu(job_pid), TreeCpu(gateway_pid)
+    job_cpu, gateway_cpu = TreeCpu(*job_pids), TreeCpu(setup.gateway_pid)
     broker_cpu = TreeCpu(setup.broker_pid)
     for tree in (job_cpu, gateway_cpu, broker_cpu):
         tree.sample()
@@ -366,7 +370,7 @@ def run_phase(
 
     def sample_rss() -> None:
         while not sampling.wait(5.0):
-            phase.rss_kb.append(rss_kb(job_pid))
+            phase.rss_kb.append(sum(rss_kb(pid) for pid in job_pids))
 
     sampler = threading.Thread(target=sample_rss, daemon=True)
     sampler.start()
@@ -408,14 +412,15 @@ def run_backlog(setup: Setup, pool: list[tuple], count: int, offset: int) -> dic
     def caught_up(timeout_s: float) -> float:
         deadline = time.monotonic() + timeout_s
         while group_lag(setup.settings, DEFAULT_GROUP_ID) > 0:
-            if time.monotonic() > deadline or setup.job.poll() is not None:
+            if time.monotonic() > deadline or setup.job_stopped():
                 raise RuntimeError("the live job did not catch up")
             time.sleep(0.5)
         return time.monotonic()
 
     caught_up(600)
     load_start = os.getloadavg()[0]
-    job_cpu, gateway_cpu = TreeCpu(setup.job.pid), TreeCpu(setup.gateway_pid)
+    job_cpu = TreeCpu(*(job.pid for job in setup.jobs))
+    gateway_cpu = TreeCpu(setup.gateway_pid)
     job_cpu.sample()
     gateway_cpu.sample()
     job_before, gateway_before = sum(job_cpu.seen.values()), sum(gateway_cpu.seen.values())
@@ -480,36 +485,41 @@ def started(args: argparse.Namespace) -> Iterator[Setup]:
         )
         rules = work / "rules.json"
         rules.write_text(json.dumps([*DEFAULT_RULES, PROBE_RULE]))
-        log = open(work / "live.log", "wb")  # noqa: SIM115 (closed below)
-        job = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "profile_store.cli",
-                "stream",
-                "live-profiles",
-                *("--lake", str(work / "lake"), "--segment-rules", str(rules)),
-                *("--hbase-host", gateway.host, "--hbase-port", str(gateway.port)),
-            ],
-            cwd=REPO,
-            env={
-                **os.environ,
-                "PYTHONPATH": str(REPO),
-                "PROFILES_KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
-                "PROFILES_KAFKA_TOPIC": settings.topic,
-            },
-            stderr=log,
-        )
+        logs = [open(work / f"live-{n}.log", "wb") for n in range(args.jobs)]  # noqa: SIM115
+        jobs = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "profile_store.cli",
+                    "stream",
+                    "live-profiles",
+                    *("--lake", str(work / "lake"), "--segment-rules", str(rules)),
+                    *("--hbase-host", gateway.host, "--hbase-port", str(gateway.port)),
+                ],
+                cwd=REPO,
+                env={
+                    **os.environ,
+                    "PYTHONPATH": str(REPO),
+                    "PROFILES_KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers,
+                    "PROFILES_KAFKA_TOPIC": settings.topic,
+                },
+                stderr=log,
+            )
+            for log in logs
+        ]
         try:
             yield Setup(
-                settings, (gateway.host, gateway.port), gateway.pid, broker.pid, job, people, work
+                settings, (gateway.host, gateway.port), gateway.pid, broker.pid, jobs, people, work
             )
         finally:
-            job.terminate()
-            job.wait(120)
-            log.close()
-            tail = (work / "live.log").read_text().splitlines()[-3:]
-            print("job log:", *tail, sep="\n  ", flush=True)
+            for job in jobs:
+                job.terminate()
+            for job, log in zip(jobs, logs, strict=True):
+                job.wait(120)
+                log.close()
+                tail = Path(log.name).read_text().splitlines()[-2:]
+                print(f"{Path(log.name).stem}:", *tail, sep="\n  ", flush=True)
 
 
 def measure(args: argparse.Namespace) -> int:
@@ -546,12 +556,12 @@ def measure(args: argparse.Namespace) -> int:
                     summary = step.summary()
                     results["ramp"].append(summary)
                     print("ramp", _shown(summary), flush=True)
-                    if not _meets(summary, args.bar_ms) or setup.job.poll() is not None:
+                    if not _meets(summary, args.bar_ms) or setup.job_stopped():
                         break
                     rate += args.ramp_step
         finally:
             prober.close()
-        assert setup.job.poll() is None, "the live job stopped"
+        assert not setup.job_stopped(), "the live job stopped"
     print(f"load average {os.getloadavg()[0]:.1f} at the end", flush=True)
     _print_tables(results, args)
     if args.out:
@@ -623,6 +633,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--backlog", type=int, default=0, help="after the warm-up: CPU per event over N events"
+    )
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=1,
+        help="live-profiles processes sharing the partitions in one consumer group (default 1)",
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--out", help="write the results as JSON here too")

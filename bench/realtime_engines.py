@@ -189,12 +189,12 @@ def _spark_process(
 
 
 class TreeCpu:
-    """CPU seconds of a process and its descendants (Spark's JVM is a grandchild that
+    """CPU seconds of processes and their descendants (Spark's JVM is a grandchild that
     ``RUSAGE_CHILDREN`` never sees), sampled from /proc every quarter second: a process that
     exits counts up to its last sample."""
 
-    def __init__(self, pid: int) -> None:
-        self.pid = pid
+    def __init__(self, *pids: int) -> None:
+        self.pids = pids
         self.seen: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -216,7 +216,7 @@ class TreeCpu:
                 continue
             parents[int(entry)] = int(fields[1])
             times[int(entry)] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        tree, frontier = {self.pid}, [self.pid]
+        tree, frontier = set(self.pids), list(self.pids)
         while frontier:
             parent = frontier.pop()
             children = [pid for pid, ppid in parents.items() if ppid == parent]
