@@ -17,6 +17,12 @@ import pytest
 from fastapi.testclient import TestClient
 from known_audience import BUILDER_TENANTS, audience_rows, write_audience, write_builder_tables
 from known_profiles import write_profile_table
+from suite_jvms import (
+    SHORT_LIVED_JVM_OPTIONS,
+    ClassArchiveError,
+    class_archive,
+    spark_driver_options,
+)
 from system_requirements import chromium, missing
 from xdist.scheduler import LoadScopeScheduling
 
@@ -26,18 +32,14 @@ from profile_store.audiences.sketch_table import delete_rows, sketch_table_opene
 from profile_store.hbase.pool import hbase_pool, table_opener
 from profile_store.hbase.settings import HBaseSettings
 from profile_store.hbase_gateway.process import EmbeddedGateway
+from profile_store.launchers.maven_jars import cache_root
 from profile_store.service.app import create_app
 from profile_store.service.tenants import Tenants
 
 os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
-# Every Spark driver the suite starts (this process's session, launched runs, `profiles run`
-# subprocesses; spark-submit reads SPARK_SUBMIT_OPTS) lives for seconds to minutes over small
-# days: C2's compilations of Spark's code cost a third of the CPU of such a run and never pay
-# back before the JVM exits, and the suite is CPU-bound on 2 cores. C1 alone runs the same code.
-SHORT_LIVED_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
-os.environ.setdefault("SPARK_SUBMIT_OPTS", SHORT_LIVED_JVM_OPTIONS)
-# The same for Apache HBase's JVMs (HBASE_OPTS, as bin/hbase reads it) and Apache Kafka's
-# (KAFKA_OPTS, as kafka-run-class.sh reads it).
+# Apache HBase's JVMs (HBASE_OPTS, as bin/hbase reads it) and Apache Kafka's (KAFKA_OPTS, as
+# kafka-run-class.sh reads it) live for a module or a session: C1 only, as the Spark drivers
+# (``suite_jvms``; their SPARK_SUBMIT_OPTS is set in ``pytest_configure``).
 os.environ.setdefault("HBASE_OPTS", SHORT_LIVED_JVM_OPTIONS)
 os.environ.setdefault("KAFKA_OPTS", SHORT_LIVED_JVM_OPTIONS)
 
@@ -58,6 +60,24 @@ SLOWEST_FIRST = (
     "profile_assets/test_audience_pipeline.py",
     "identity",
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every Spark driver of the session (this process's, launched runs, ``profiles``
+    subprocesses; spark-submit reads ``SPARK_SUBMIT_OPTS``) starts with the suite's options and
+    class archive (``suite_jvms``), set here once, before pytest-xdist starts the workers, which
+    inherit them. A ``SPARK_SUBMIT_OPTS`` already set is left as it is."""
+    if "SPARK_SUBMIT_OPTS" in os.environ or missing():  # missing: sessionstart says what
+        return
+    try:
+        archive = class_archive(cache_root() / "spark-class-archives")
+    except ClassArchiveError as error:  # slower without it, not wrong
+        config.issue_config_time_warning(
+            pytest.PytestConfigWarning(f"Spark drivers start without a class archive: {error}"),
+            stacklevel=2,
+        )
+        archive = None
+    os.environ["SPARK_SUBMIT_OPTS"] = spark_driver_options(archive)
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -2,6 +2,11 @@
 
 Each suite answers one question a downstream consumer relies on (the schema, the ids, the time
 window, the event names), so each becomes one asset check with its own pass/fail in the UI.
+
+Great Expectations is imported when a suite is built, not with this module: its import costs
+seconds of CPU, and every process that loads the code location (the webserver's and the
+daemon's code servers, each run worker, ``dagster dev``) imports this module, most of them
+without ever validating a partition.
 """
 
 from __future__ import annotations
@@ -10,7 +15,6 @@ import functools
 from dataclasses import dataclass, field
 from datetime import date
 
-import great_expectations as gx
 from pyspark.sql import DataFrame
 
 from profile_store.events.schema import EVENT_COLUMNS, ID_TYPES
@@ -51,6 +55,8 @@ def _describe(outcome: dict) -> str:
 
 @functools.lru_cache(maxsize=1)
 def _spark_batch_definition():
+    import great_expectations as gx
+
     context = gx.get_context(mode="ephemeral")
     context.variables.progress_bars = gx.data_context.types.base.ProgressBarsConfig(globally=False)
     # No persist: GE would cache the whole partition (every column) before the first metric,
@@ -63,6 +69,8 @@ def _spark_batch_definition():
 
 def run_suite(df: DataFrame, name: str, expectations: list) -> SuiteOutcome:
     """Validate ``df`` against ``expectations`` in Spark and summarise the result."""
+    import great_expectations as gx
+
     batch_definition = _spark_batch_definition()  # first: a suite needs a current GE context
     suite = gx.ExpectationSuite(name=name)
     for expectation in expectations:
@@ -94,10 +102,14 @@ _REPORTED_FIGURES = (
 
 
 def schema_expectations() -> list:
+    import great_expectations as gx
+
     return [gx.expectations.ExpectTableColumnsToMatchOrderedList(column_list=list(EVENT_COLUMNS))]
 
 
 def id_expectations() -> list:
+    import great_expectations as gx
+
     return [
         *[
             gx.expectations.ExpectColumnValuesToNotBeNull(column=column)
@@ -109,6 +121,8 @@ def id_expectations() -> list:
 
 
 def event_time_expectations(day: date) -> list:
+    import great_expectations as gx
+
     start, end = day_bounds(day)
     return [
         gx.expectations.ExpectColumnValuesToNotBeNull(column="event_time"),
@@ -122,6 +136,8 @@ def event_time_expectations(day: date) -> list:
 
 
 def event_type_expectations() -> list:
+    import great_expectations as gx
+
     return [
         gx.expectations.ExpectColumnValuesToNotBeNull(column="event_type"),
         gx.expectations.ExpectColumnValueLengthsToBeBetween(column="event_type", min_value=1),

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 from dagster import DagsterInstance, materialize
 
@@ -16,6 +19,7 @@ from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
 DAY = "2026-11-03"
+REPO = Path(__file__).resolve().parents[2]
 
 
 def landing_rows(count: int, bad: int = 0) -> list[str]:
@@ -69,6 +73,17 @@ def test_definitions_list_every_asset_and_check():
         "raw_events_event_type",
         "raw_events_quarantine_share",
     } <= check_names
+
+
+def test_loading_the_code_location_leaves_great_expectations_unimported():
+    """Every code server, run worker and ``dagster dev`` loads the location; GE's import costs
+    seconds of CPU and only the raw_events checks need it."""
+    probe = "import sys, profile_assets.definitions; print('great_expectations' in sys.modules)"
+    completed = subprocess.run(
+        [sys.executable, "-c", probe], cwd=REPO, capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "False"
 
 
 def test_raw_events_materializes_a_day_and_its_checks_pass(spark, tmp_path):

@@ -20,6 +20,7 @@ from pathlib import Path
 import boto3
 import happybase
 import pyarrow.parquet as pq
+from suite_jvms import SPARK_CODEGEN_DEFAULTS
 
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.lake.layout import GROUND_TRUTH, LANDING
@@ -74,6 +75,10 @@ def run_pipeline(
         "PYSPARK_PYTHON": sys.executable,
         **environment,
     }
+    # Spark's own code generation, which the suite's other drivers leave out (``suite_jvms``):
+    # these runs are the pipeline's real Spark, compared output by output.
+    spark_conf = json.loads(environment.get("SPARK_CONF_JSON", "{}"))
+    env["SPARK_CONF_JSON"] = json.dumps({**SPARK_CODEGEN_DEFAULTS, **spark_conf})
     env.pop("DAGSTER_HOME", None)
     if as_the_ui_runs_it:
         command = ["-m", "profile_store.cli", "run", DAYS[0], DAYS[-1]]

@@ -77,7 +77,8 @@ def cluster_run(generated_days, s3_endpoint, tmp_path_factory):
                 "SPARK_CONF_JSON": json.dumps(
                     {
                         "spark.executor.memory": "1g",
-                        # The suite's drivers' JIT setting (tests/conftest.py), for the executors.
+                        # The suite's drivers' JVM options (tests/suite_jvms.py), for the
+                        # executors.
                         "spark.executor.extraJavaOptions": os.environ.get("SPARK_SUBMIT_OPTS", ""),
                     }
                 ),
