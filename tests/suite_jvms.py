@@ -58,6 +58,13 @@ def spark_driver_options(archive: Path | None) -> str:
     return " ".join(options)
 
 
+def executor_java_options(driver_options: str) -> str:
+    """The JVM options of ``driver_options`` for a cluster's executors (Spark refuses
+    ``-Dspark.*`` options there: the driver's settings reach the executors by themselves)."""
+    options = driver_options.split()
+    return " ".join(option for option in options if not option.startswith("-Dspark."))
+
+
 def _java() -> Path:
     """The java that pyspark's launcher runs: ``$JAVA_HOME/bin/java``, else the one on PATH."""
     home = os.environ.get("JAVA_HOME")

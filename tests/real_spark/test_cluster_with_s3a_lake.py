@@ -30,6 +30,7 @@ from pipeline_runs import (
     run_pipeline,
     s3_client,
 )
+from suite_jvms import executor_java_options
 
 from profile_store.lake.layout import GROUND_TRUTH, LANDING
 from profile_store.launchers.spark_standalone import SparkStandalone
@@ -79,7 +80,9 @@ def cluster_run(generated_days, s3_endpoint, tmp_path_factory):
                         "spark.executor.memory": "1g",
                         # The suite's drivers' JVM options (tests/suite_jvms.py), for the
                         # executors.
-                        "spark.executor.extraJavaOptions": os.environ.get("SPARK_SUBMIT_OPTS", ""),
+                        "spark.executor.extraJavaOptions": executor_java_options(
+                            os.environ.get("SPARK_SUBMIT_OPTS", "")
+                        ),
                     }
                 ),
                 "PROFILES_S3_ENDPOINT_URL": s3_endpoint,
