@@ -19,6 +19,7 @@ left out:
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -87,7 +88,7 @@ def archive_key() -> str:
     jars = _pyspark_jars()
     parts = [str(java), str(java.stat().st_mtime_ns), str(jars), str(jars.stat().st_mtime_ns)]
     parts += sorted(f"{jar.name}:{jar.stat().st_size}" for jar in jars.glob("*.jar"))
-    parts.append(Path(__file__).read_text())  # the workload below decides what is archived
+    parts.append(inspect.getsource(_load_the_pipelines_classes))  # it decides what is archived
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
 
 
@@ -139,7 +140,16 @@ def class_archive(cache: Path) -> Path:
             raise ClassArchiveError(f"java -Xshare:dump failed:\n{output[-3000:]}")
         shutil.move(building, archive.with_suffix(".partial"))
         os.replace(archive.with_suffix(".partial"), archive)
+    remove_other_archives(archive)
     return archive
+
+
+def remove_other_archives(archive: Path) -> None:
+    """The archives of an earlier java or pyspark beside ``archive`` (200 MB each) are deleted;
+    a JVM that maps one keeps its pages until it exits."""
+    for other in archive.parent.glob("spark-classes-*.jsa"):
+        if other != archive:
+            other.unlink(missing_ok=True)
 
 
 def _load_the_pipelines_classes(report: Path, work: Path) -> None:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from suite_jvms import SPARK_CODEGEN_DEFAULTS, TINY_DATA_SPARK_SETTINGS
+from suite_jvms import SPARK_CODEGEN_DEFAULTS, TINY_DATA_SPARK_SETTINGS, remove_other_archives
 
 REPO = Path(__file__).resolve().parents[2]
 DRIVER = """
@@ -48,3 +48,12 @@ def test_the_codegen_defaults_are_sparks_own(spark):
     entries = [sql_conf.WHOLESTAGE_CODEGEN_ENABLED(), sql_conf.CODEGEN_FACTORY_MODE()]
     defaults = {entry.key(): entry.defaultValueString() for entry in entries}
     assert defaults == SPARK_CODEGEN_DEFAULTS
+
+
+def test_a_new_archive_replaces_the_earlier_ones_and_nothing_else(tmp_path):
+    names = ["spark-classes-old.jsa", "spark-classes-new.jsa", "maven.complete", "other.jsa"]
+    for name in names:
+        (tmp_path / name).write_text("")
+    remove_other_archives(tmp_path / "spark-classes-new.jsa")
+    kept = sorted(path.name for path in tmp_path.iterdir())
+    assert kept == ["maven.complete", "other.jsa", "spark-classes-new.jsa"]
