@@ -81,22 +81,29 @@ def _pyspark_jars() -> Path:
     return Path(pyspark.__file__).parent / "jars"
 
 
-def archive_key() -> str:
-    """What the archive depends on: the JVM build and pyspark's jars (a stale archive would only
-    be refused by the JVM, which then loads every class from the jars as before)."""
+def _digest(parts: list[str]) -> str:
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+def archive_path(cache: Path) -> Path:
+    """Where the archive for this pyspark installation (a virtualenv's) and its java goes.
+
+    The name holds the installation, then what the archive depends on: the JVM build, the jars
+    and the workload that fills it (a stale archive would only be refused by the JVM, which
+    then loads every class from the jars as before)."""
     java = _java()
     jars = _pyspark_jars()
-    parts = [str(java), str(java.stat().st_mtime_ns), str(jars), str(jars.stat().st_mtime_ns)]
+    parts = [str(java), str(java.stat().st_mtime_ns), str(jars.stat().st_mtime_ns)]
     parts += sorted(f"{jar.name}:{jar.stat().st_size}" for jar in jars.glob("*.jar"))
-    parts.append(inspect.getsource(_load_the_pipelines_classes))  # it decides what is archived
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    parts.append(inspect.getsource(_load_the_pipelines_classes))
+    return cache / f"spark-classes-{_digest([str(jars)])}-{_digest(parts)}.jsa"
 
 
 def class_archive(cache: Path) -> Path:
     """The archive for this machine's java and pyspark under ``cache``, built when missing
     (a driver runs a small workload of the pipeline's kinds of query, its loaded classes are
     listed, then ``java -Xshare:dump`` archives them: about half a minute, once)."""
-    archive = cache / f"spark-classes-{archive_key()}.jsa"
+    archive = archive_path(cache)
     if archive.exists():
         return archive
     cache.mkdir(parents=True, exist_ok=True)
@@ -145,9 +152,11 @@ def class_archive(cache: Path) -> Path:
 
 
 def remove_other_archives(archive: Path) -> None:
-    """The archives of an earlier java or pyspark beside ``archive`` (200 MB each) are deleted;
-    a JVM that maps one keeps its pages until it exits."""
-    for other in archive.parent.glob("spark-classes-*.jsa"):
+    """The archives of an earlier java or pyspark of the same installation as ``archive`` (200 MB
+    each) are deleted, not those of other virtualenvs; a JVM that maps one keeps its pages until
+    it exits."""
+    installation = archive.name.rsplit("-", 1)[0]
+    for other in archive.parent.glob(f"{installation}-*.jsa"):
         if other != archive:
             other.unlink(missing_ok=True)
 

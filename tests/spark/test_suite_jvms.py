@@ -50,10 +50,15 @@ def test_the_codegen_defaults_are_sparks_own(spark):
     assert defaults == SPARK_CODEGEN_DEFAULTS
 
 
-def test_a_new_archive_replaces_the_earlier_ones_and_nothing_else(tmp_path):
-    names = ["spark-classes-old.jsa", "spark-classes-new.jsa", "maven.complete", "other.jsa"]
+def test_a_new_archive_replaces_the_earlier_ones_of_its_installation_and_nothing_else(tmp_path):
+    names = [
+        "spark-classes-venv1-old.jsa",
+        "spark-classes-venv1-new.jsa",
+        "spark-classes-venv2-old.jsa",
+        "maven.complete",
+    ]
     for name in names:
         (tmp_path / name).write_text("")
-    remove_other_archives(tmp_path / "spark-classes-new.jsa")
+    remove_other_archives(tmp_path / "spark-classes-venv1-new.jsa")
     kept = sorted(path.name for path in tmp_path.iterdir())
-    assert kept == ["maven.complete", "other.jsa", "spark-classes-new.jsa"]
+    assert kept == ["maven.complete", "spark-classes-venv1-new.jsa", "spark-classes-venv2-old.jsa"]
