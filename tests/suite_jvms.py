@@ -12,7 +12,7 @@ left out:
   small day's driver CPU; Spark's interpreted expressions give the same rows. The real-Spark
   group (``tests/real_spark``) keeps Spark's own code generation (``SPARK_CODEGEN_DEFAULTS``).
 - Loading and verifying Spark's ~20,000 classes from the jars at every start: the classes a
-  driver loads are put once in a class-data-sharing archive (``class_archive``), which every
+  driver loads are put once in a class-data-sharing archive (``start_building``), which every
   driver maps instead (a session starts in about half the CPU).
 """
 
@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -99,26 +100,57 @@ def archive_path(cache: Path) -> Path:
     return cache / f"spark-classes-{_digest([str(jars)])}-{_digest(parts)}.jsa"
 
 
-def class_archive(cache: Path) -> Path:
-    """The archive for this machine's java and pyspark under ``cache``, built when missing
-    (a driver runs a small workload of the pipeline's kinds of query, its loaded classes are
-    listed, then ``java -Xshare:dump`` archives them: about half a minute, once)."""
-    archive = archive_path(cache)
-    if archive.exists():
-        return archive
-    cache.mkdir(parents=True, exist_ok=True)
+def start_building(archive: Path) -> subprocess.Popen:
+    """Build ``archive`` in a process of its own, beside the first tests: a driver that starts
+    before the archive is in place runs without it (a JVM skips a missing archive silently).
+    A failed build leaves ``failure_marker(archive)`` with its output."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    failure_marker(archive).unlink(missing_ok=True)
+    return subprocess.Popen(
+        [sys.executable, __file__, "build", str(archive)],
+        cwd=REPO,
+        env=_with_repo_on_path(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def failure_marker(archive: Path) -> Path:
+    return archive.with_name(archive.name + ".failed")
+
+
+def wait_for(archive: Path, timeout_s: float = 900) -> None:
+    """Until ``archive`` is in place; ``ClassArchiveError`` with the build's output if it
+    failed or did not end in time."""
+    deadline = time.monotonic() + timeout_s
+    while not archive.exists():
+        if failure_marker(archive).exists():
+            raise ClassArchiveError(failure_marker(archive).read_text())
+        if time.monotonic() > deadline:
+            raise ClassArchiveError(f"{archive} was not built within {timeout_s:.0f} s")
+        time.sleep(1)
+
+
+def _with_repo_on_path(env) -> dict[str, str]:
+    return {
+        **env,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+    }
+
+
+def build(archive: Path) -> None:
+    """A driver runs a small workload of the pipeline's kinds of query, its loaded classes are
+    listed, then ``java -Xshare:dump`` archives them (about a minute of CPU); the archive is
+    moved into place whole."""
     with tempfile.TemporaryDirectory(prefix="class-archive-") as work:
         work = Path(work)
         class_list, report = work / "classes.lst", work / "driver.json"
         env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-            "SPARK_SUBMIT_OPTS": (
-                f"{SHORT_LIVED_JVM_OPTIONS} -XX:DumpLoadedClassList={class_list}"
-            ),
+            **_with_repo_on_path(os.environ),
+            "SPARK_SUBMIT_OPTS": f"{SHORT_LIVED_JVM_OPTIONS} -XX:DumpLoadedClassList={class_list}",
         }
         loaded = subprocess.run(
-            [sys.executable, __file__, str(report), str(work)],
+            [sys.executable, __file__, "load-classes", str(report), str(work)],
             cwd=REPO,
             env=env,
             capture_output=True,
@@ -145,10 +177,10 @@ def class_archive(cache: Path) -> Path:
         if dumped.returncode != 0 or not building.exists():
             output = dumped.stdout + dumped.stderr
             raise ClassArchiveError(f"java -Xshare:dump failed:\n{output[-3000:]}")
-        shutil.move(building, archive.with_suffix(".partial"))
-        os.replace(archive.with_suffix(".partial"), archive)
+        partial = archive.with_name(archive.name + ".partial")
+        shutil.move(building, partial)
+        os.replace(partial, archive)
     remove_other_archives(archive)
-    return archive
 
 
 def remove_other_archives(archive: Path) -> None:
@@ -215,5 +247,20 @@ def _load_the_pipelines_classes(report: Path, work: Path) -> None:
     spark.stop()
 
 
+def main(argv: list[str]) -> int:
+    """``build ARCHIVE`` (a failure leaves its marker), or ``load-classes REPORT WORK`` (the
+    workload, in the driver whose classes are listed)."""
+    if argv[0] == "load-classes":
+        _load_the_pipelines_classes(Path(argv[1]), Path(argv[2]))
+        return 0
+    archive = Path(argv[1])
+    try:
+        build(archive)
+    except Exception as error:  # the marker is what the suite reads
+        failure_marker(archive).write_text(f"building {archive.name} failed: {error}")
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    _load_the_pipelines_classes(Path(sys.argv[1]), Path(sys.argv[2]))
+    sys.exit(main(sys.argv[1:]))
