@@ -19,9 +19,9 @@ from known_audience import BUILDER_TENANTS, audience_rows, write_audience, write
 from known_profiles import write_profile_table
 from suite_jvms import (
     SHORT_LIVED_JVM_OPTIONS,
-    ClassArchiveError,
-    class_archive,
+    archive_path,
     spark_driver_options,
+    start_building,
 )
 from system_requirements import chromium, missing
 from xdist.scheduler import LoadScopeScheduling
@@ -62,22 +62,29 @@ SLOWEST_FIRST = (
 )
 
 
+ARCHIVE_BUILD = pytest.StashKey[subprocess.Popen]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """Every Spark driver of the session (this process's, launched runs, ``profiles``
     subprocesses; spark-submit reads ``SPARK_SUBMIT_OPTS``) starts with the suite's options and
     class archive (``suite_jvms``), set here once, before pytest-xdist starts the workers, which
-    inherit them. A ``SPARK_SUBMIT_OPTS`` already set is left as it is."""
+    inherit them. A missing archive is built meanwhile. A ``SPARK_SUBMIT_OPTS`` already set is
+    left as it is."""
     if "SPARK_SUBMIT_OPTS" in os.environ or missing():  # missing: sessionstart says what
         return
-    try:
-        archive = class_archive(cache_root() / "spark-class-archives")
-    except ClassArchiveError as error:  # slower without it, not wrong
-        config.issue_config_time_warning(
-            pytest.PytestConfigWarning(f"Spark drivers start without a class archive: {error}"),
-            stacklevel=2,
-        )
-        archive = None
+    archive = archive_path(cache_root() / "spark-class-archives")
+    if not archive.exists():
+        config.stash[ARCHIVE_BUILD] = start_building(archive)
     os.environ["SPARK_SUBMIT_OPTS"] = spark_driver_options(archive)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The archive's build is waited for (a failed one fails ``tests/spark/test_suite_jvms.py``
+    with its output)."""
+    build = config.stash.get(ARCHIVE_BUILD, None)
+    if build is not None:
+        build.wait()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:

@@ -12,19 +12,21 @@ left out:
   small day's driver CPU; Spark's interpreted expressions give the same rows. The real-Spark
   group (``tests/real_spark``) keeps Spark's own code generation (``SPARK_CODEGEN_DEFAULTS``).
 - Loading and verifying Spark's ~20,000 classes from the jars at every start: the classes a
-  driver loads are put once in a class-data-sharing archive (``class_archive``), which every
+  driver loads are put once in a class-data-sharing archive (``start_building``), which every
   driver maps instead (a session starts in about half the CPU).
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,37 +82,75 @@ def _pyspark_jars() -> Path:
     return Path(pyspark.__file__).parent / "jars"
 
 
-def archive_key() -> str:
-    """What the archive depends on: the JVM build and pyspark's jars (a stale archive would only
-    be refused by the JVM, which then loads every class from the jars as before)."""
+def _digest(parts: list[str]) -> str:
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:12]
+
+
+def archive_path(cache: Path) -> Path:
+    """Where the archive for this pyspark installation (a virtualenv's) and its java goes.
+
+    The name holds the installation, then what the archive depends on: the JVM build, the jars
+    and the workload that fills it (a stale archive would only be refused by the JVM, which
+    then loads every class from the jars as before)."""
     java = _java()
     jars = _pyspark_jars()
-    parts = [str(java), str(java.stat().st_mtime_ns), str(jars), str(jars.stat().st_mtime_ns)]
+    parts = [str(java), str(java.stat().st_mtime_ns), str(jars.stat().st_mtime_ns)]
     parts += sorted(f"{jar.name}:{jar.stat().st_size}" for jar in jars.glob("*.jar"))
-    parts.append(Path(__file__).read_text())  # the workload below decides what is archived
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+    parts.append(inspect.getsource(_load_the_pipelines_classes))
+    return cache / f"spark-classes-{_digest([str(jars)])}-{_digest(parts)}.jsa"
 
 
-def class_archive(cache: Path) -> Path:
-    """The archive for this machine's java and pyspark under ``cache``, built when missing
-    (a driver runs a small workload of the pipeline's kinds of query, its loaded classes are
-    listed, then ``java -Xshare:dump`` archives them: about half a minute, once)."""
-    archive = cache / f"spark-classes-{archive_key()}.jsa"
-    if archive.exists():
-        return archive
-    cache.mkdir(parents=True, exist_ok=True)
+def start_building(archive: Path) -> subprocess.Popen:
+    """Build ``archive`` in a process of its own, beside the first tests: a driver that starts
+    before the archive is in place runs without it (a JVM skips a missing archive silently).
+    A failed build leaves ``failure_marker(archive)`` with its output."""
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    failure_marker(archive).unlink(missing_ok=True)
+    return subprocess.Popen(
+        [sys.executable, __file__, "build", str(archive)],
+        cwd=REPO,
+        env=_with_repo_on_path(os.environ),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def failure_marker(archive: Path) -> Path:
+    return archive.with_name(archive.name + ".failed")
+
+
+def wait_for(archive: Path, timeout_s: float = 900) -> None:
+    """Until ``archive`` is in place; ``ClassArchiveError`` with the build's output if it
+    failed or did not end in time."""
+    deadline = time.monotonic() + timeout_s
+    while not archive.exists():
+        if failure_marker(archive).exists():
+            raise ClassArchiveError(failure_marker(archive).read_text())
+        if time.monotonic() > deadline:
+            raise ClassArchiveError(f"{archive} was not built within {timeout_s:.0f} s")
+        time.sleep(1)
+
+
+def _with_repo_on_path(env) -> dict[str, str]:
+    return {
+        **env,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")])),
+    }
+
+
+def build(archive: Path) -> None:
+    """A driver runs a small workload of the pipeline's kinds of query, its loaded classes are
+    listed, then ``java -Xshare:dump`` archives them (about a minute of CPU); the archive is
+    moved into place whole."""
     with tempfile.TemporaryDirectory(prefix="class-archive-") as work:
         work = Path(work)
         class_list, report = work / "classes.lst", work / "driver.json"
         env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-            "SPARK_SUBMIT_OPTS": (
-                f"{SHORT_LIVED_JVM_OPTIONS} -XX:DumpLoadedClassList={class_list}"
-            ),
+            **_with_repo_on_path(os.environ),
+            "SPARK_SUBMIT_OPTS": f"{SHORT_LIVED_JVM_OPTIONS} -XX:DumpLoadedClassList={class_list}",
         }
         loaded = subprocess.run(
-            [sys.executable, __file__, str(report), str(work)],
+            [sys.executable, __file__, "load-classes", str(report), str(work)],
             cwd=REPO,
             env=env,
             capture_output=True,
@@ -137,9 +177,20 @@ def class_archive(cache: Path) -> Path:
         if dumped.returncode != 0 or not building.exists():
             output = dumped.stdout + dumped.stderr
             raise ClassArchiveError(f"java -Xshare:dump failed:\n{output[-3000:]}")
-        shutil.move(building, archive.with_suffix(".partial"))
-        os.replace(archive.with_suffix(".partial"), archive)
-    return archive
+        partial = archive.with_name(archive.name + ".partial")
+        shutil.move(building, partial)
+        os.replace(partial, archive)
+    remove_other_archives(archive)
+
+
+def remove_other_archives(archive: Path) -> None:
+    """The archives of an earlier java or pyspark of the same installation as ``archive`` (200 MB
+    each) are deleted, not those of other virtualenvs; a JVM that maps one keeps its pages until
+    it exits."""
+    installation = archive.name.rsplit("-", 1)[0]
+    for other in archive.parent.glob(f"{installation}-*.jsa"):
+        if other != archive:
+            other.unlink(missing_ok=True)
 
 
 def _load_the_pipelines_classes(report: Path, work: Path) -> None:
@@ -196,5 +247,20 @@ def _load_the_pipelines_classes(report: Path, work: Path) -> None:
     spark.stop()
 
 
+def main(argv: list[str]) -> int:
+    """``build ARCHIVE`` (a failure leaves its marker), or ``load-classes REPORT WORK`` (the
+    workload, in the driver whose classes are listed)."""
+    if argv[0] == "load-classes":
+        _load_the_pipelines_classes(Path(argv[1]), Path(argv[2]))
+        return 0
+    archive = Path(argv[1])
+    try:
+        build(archive)
+    except Exception as error:  # the marker is what the suite reads
+        failure_marker(archive).write_text(f"building {archive.name} failed: {error}")
+        return 1
+    return 0
+
+
 if __name__ == "__main__":
-    _load_the_pipelines_classes(Path(sys.argv[1]), Path(sys.argv[2]))
+    sys.exit(main(sys.argv[1:]))

@@ -13,10 +13,18 @@ import random
 import re
 
 import pytest
-from dagster import AssetCheckSeverity, DagsterInstance, materialize
+from dagster import (
+    AssetCheckSeverity,
+    AssetSelection,
+    DagsterInstance,
+    Definitions,
+    define_asset_job,
+    materialize,
+)
 
 from profile_assets.audience_assets import attribute_stats, audience_sketches, trimmed_attributes
 from profile_assets.audience_checks import audience_estimation_error
+from profile_assets.partitions import daily_partitions
 from profile_assets.raw_events import raw_events
 from profile_store.lake.layout import landing_day
 from resources.hbase import HBaseResource
@@ -84,21 +92,26 @@ def build(lake_root, hbase, lg_k: int, assets=(raw_events, attribute_stats, trim
         assert result.success
 
 
-def check(lake_root, hbase, lg_k: int, **config):
-    """The check's evaluation on the last day (a window of both days), beside that day's
-    sketches built again at ``lg_k`` (a check runs with its asset)."""
-    result = materialize(
-        [audience_sketches, audience_estimation_error],
-        partition_key=DAYS[-1],
+def check(lake_root, hbase, **config):
+    """The check's evaluation on the last day (a window of both days), over the sketches the
+    module's fixture built (the check alone: it reads them from HBase)."""
+    job = define_asset_job(
+        "the_check_alone",
+        selection=AssetSelection.checks(audience_estimation_error),
+        partitions_def=daily_partitions,
+    )
+    location = Definitions(
+        assets=[audience_sketches],
+        asset_checks=[audience_estimation_error],
+        jobs=[job],
         resources=resources(lake_root, hbase),
+    )
+    result = location.resolve_job_def(job.name).execute_in_process(
+        # As a tag: Dagster finds no partitions in a selection of checks alone.
+        tags={"dagster/partition": DAYS[-1]},
         instance=DagsterInstance.ephemeral(),
-        run_config={
-            "ops": {
-                "audience_sketches": {"config": {"lg_k": lg_k}},
-                # A check's op is named after its asset and itself.
-                "audience_sketches_audience_estimation_error": {"config": config},
-            }
-        },
+        # A check's op is named after its asset and itself.
+        run_config={"ops": {"audience_sketches_audience_estimation_error": {"config": config}}},
         raise_on_error=False,
     )
     (evaluation,) = result.get_asset_check_evaluations()
@@ -131,7 +144,7 @@ def metadata(evaluation) -> dict:
 
 
 def test_small_sketches_fail_the_check_naming_the_missed_figures(lake_root, small_sketches):
-    evaluation = check(lake_root, small_sketches, 8)
+    evaluation = check(lake_root, small_sketches)
     assert not evaluation.passed
     assert evaluation.severity == AssetCheckSeverity.ERROR
     missed = evaluation.description.split(" -- ")[0]
@@ -140,7 +153,7 @@ def test_small_sketches_fail_the_check_naming_the_missed_figures(lake_root, smal
 
 
 def test_too_few_estimation_mode_answers_beyond_the_bars_are_a_warning(lake_root, small_sketches):
-    evaluation = check(lake_root, small_sketches, 8, min_estimation_answers=1000)
+    evaluation = check(lake_root, small_sketches, min_estimation_answers=1000)
     assert not evaluation.passed
     assert evaluation.severity == AssetCheckSeverity.WARN
     assert "too few to judge (from 1000)" in evaluation.description
@@ -148,7 +161,7 @@ def test_too_few_estimation_mode_answers_beyond_the_bars_are_a_warning(lake_root
 
 
 def test_healthy_sketches_pass_the_check(lake_root, healthy_sketches):
-    evaluation = check(lake_root, healthy_sketches, 12)
+    evaluation = check(lake_root, healthy_sketches)
     assert evaluation.passed, evaluation.description
     found = metadata(evaluation)
     assert found["estimation_mode_answers"] >= 20
@@ -159,7 +172,7 @@ def test_healthy_sketches_pass_the_check(lake_root, healthy_sketches):
 
 
 def test_the_check_seeks_estimating_trees_when_its_mix_has_too_few(lake_root, healthy_sketches):
-    evaluation = check(lake_root, healthy_sketches, 12, queries=5, estimation_answers_sought=40)
+    evaluation = check(lake_root, healthy_sketches, queries=5, estimation_answers_sought=40)
     found = metadata(evaluation)
     assert found["estimation_mode_answers"] == 40
     assert found["estimation_mode_sought"] >= 35
@@ -167,7 +180,7 @@ def test_the_check_seeks_estimating_trees_when_its_mix_has_too_few(lake_root, he
 
 
 def test_each_judged_figure_stands_beside_its_limit_in_a_table(lake_root, healthy_sketches):
-    table = metadata(check(lake_root, healthy_sketches, 12, queries=5))["accuracy_bars"]
+    table = metadata(check(lake_root, healthy_sketches, queries=5))["accuracy_bars"]
     rows = {(r.data["answers"], r.data["figure"]): r.data for r in table.records}
     mean = rows[("estimation mode", "mean error")]
     assert mean["limit_pct"] == 3 and mean["met"] == (mean["value_pct"] <= 3)
