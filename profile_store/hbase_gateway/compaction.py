@@ -9,8 +9,10 @@ once per doubling, as HBase's size-tiered minor compactions do): versions beyond
 it has been quiet for ``quiet_s`` (a daily run writes a table in one burst; compacting in the
 middle of it rewrites the rows the burst is about to replace and takes the store's one write
 lock from it), unless the burst has already written ``FORCE_AFTER`` times the amount due, so a
-table written without pause is still compacted. ``Store.compact`` works in row chunks of short
-transactions, so readers (WAL) are never blocked and writers wait at most one chunk.
+table written without pause is still compacted, paced (``PACED_SHARE`` of a core at most) so
+that its writers and readers are never stalled for a whole pass. ``Store.compact`` works in row
+chunks of short transactions, so readers (WAL) are never blocked and writers wait at most one
+chunk.
 Delete markers stay until a major compaction (``majorCompact`` through Thrift), as in HBase.
 The counts survive restarts (the store's ``meta`` table), and a gateway's first pass runs at
 start, so gateways that live for one Dagster run each still keep their store compacted.
@@ -27,6 +29,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 
 from .errors import GatewayIOError, show_bytes
 from .store import Store
@@ -38,7 +41,8 @@ MAJOR_WAL_ATTEMPTS = 1500  # tries 20 ms apart (30 s) to truncate a WAL another 
 DEFAULT_AFTER_CELLS = 10_000
 DEFAULT_INTERVAL_S = 5.0
 DEFAULT_QUIET_S = 2.0
-FORCE_AFTER = 4  # times the cells due: compact a table written without pause anyway
+FORCE_AFTER = 2  # times the cells due: compact a table written without pause anyway, paced
+PACED_SHARE = 0.3  # of a core, at most, for a compaction of a table still being written
 GROWTH = 0.5  # written cells, as a share of the cells stored after the last compaction
 
 
@@ -99,25 +103,42 @@ class BackgroundCompactor:
             threshold = max(self.after_cells, GROWTH * stored_after)
             quiet = self.seconds_unchanged(name, written) >= self.quiet_s
             if written >= threshold:
-                if quiet or written >= FORCE_AFTER * threshold:
-                    due.append(name)
+                if quiet:
+                    due.append((name, False))
+                elif written >= FORCE_AFTER * threshold:
+                    due.append((name, True))
                 else:
                     self.waiting_for_quiet = True
-        for name in due:
+        compacted = []
+        for name, paced in due:
             if self._stopping.is_set():
                 break
             started = time.monotonic()
             before = self.store.stored_cells(name)
-            self.store.compact(name, major=False)
+            if not self.store.compact(name, major=False, between_chunks=self._pace(paced)):
+                break  # stopping
             after = self.store.stored_cells(name)
             logger.info(
-                "compacted %s: %d stored cells -> %d in %.1f s",
+                "compacted %s: %d stored cells -> %d in %.1f s%s",
                 name.decode(errors="replace"),
                 before,
                 after,
                 time.monotonic() - started,
+                " (paced: written meanwhile)" if paced else "",
             )
-        return due
+            compacted.append(name)
+        return compacted
+
+    def _pace(self, paced: bool) -> Callable[[float], bool]:
+        """Between two chunks: a compaction of a table still being written rests long enough
+        to use ``PACED_SHARE`` of a core, so the writers and readers it shares the machine with
+        are slowed a little for longer instead of stalled for the whole pass (at half a core,
+        the live job at 5,000 events/s still saw 7-9 s stalls); False once the compactor is
+        stopping."""
+        if not paced:
+            return lambda _seconds: not self._stopping.is_set()
+        rest = (1 - PACED_SHARE) / PACED_SHARE
+        return lambda seconds: not self._stopping.wait(seconds * rest)
 
     def _run(self) -> None:
         # A first pass at start: an embedded gateway may live for one run only.

@@ -192,7 +192,9 @@ class Store:
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute("PRAGMA secure_delete = ON")  # deleted cells are zeroed, not left in pages
         conn.execute("PRAGMA cache_size = -16384")  # KiB; reads mostly go through mmap
-        conn.execute("PRAGMA mmap_size = 268435456")
+        # Address space, not memory: the first GiB of the file is read through the page cache
+        # without copies (a live table of a few hundred MB read past a 256 MB map: 12 % slower)
+        conn.execute("PRAGMA mmap_size = 1073741824")
         with self._connections_lock:
             self._all_connections.append(conn)
         return conn
@@ -423,21 +425,36 @@ class Store:
         info = self.table(name)
         return self._query(info, f"SELECT count(*) FROM {info.cells_table}", ())[0][0]
 
-    def compact(self, name: bytes, major: bool) -> None:
+    def compact(
+        self,
+        name: bytes,
+        major: bool,
+        between_chunks: Callable[[float], bool] | None = None,
+    ) -> bool:
         """Reclaim excess versions and TTL-expired cells; a major compaction also drops markers.
 
         The table is processed in row chunks. What a chunk can reclaim is looked for on a
         reader, without the write lock: a version beyond its family's ``max_versions`` or past
         its TTL stays so (a delete that removes a newer version removes it too), so the write
-        transaction only deletes those cells by key. Writers, in this process or another, wait
+        transaction only deletes those cells, by key or, in one-version families, every version
+        of a column older than its newest at once. Writers, in this process or another, wait
         for those deletes only, never for the scans.
+
+        ``between_chunks(seconds the chunk took)`` runs after each chunk (the background
+        compactor paces itself there); when it returns False the compaction stops at once and
+        this returns False (what it did not reach waits for the next one).
         """
         info = self.table(name)
         with self._write() as conn:
             conn.execute("DELETE FROM meta WHERE key = ?", (f"written:{info.table_id}",))
         after: bytes | None = None
         reclaimed = 0
+        chunk_started = time.monotonic()
         while True:
+            if after is not None and between_chunks is not None:
+                if not between_chunks(time.monotonic() - chunk_started):
+                    return False
+                chunk_started = time.monotonic()
             rows = self._read_for_compaction(
                 info,
                 f"SELECT DISTINCT row FROM {info.cells_table}"
@@ -449,13 +466,27 @@ class Store:
                 break
             low, high = rows[0][0], rows[-1][0]
             after = high
-            stale = self._read_for_compaction(info, *_reclaimable_cells(info, low, high, now_ms()))
-            if not stale:
+            single, other = _compaction_families(info)
+            newest = stale = []
+            if single:
+                newest = self._read_for_compaction(
+                    info, *_overwritten_columns(info, single, low, high)
+                )
+            if other:
+                stale = self._read_for_compaction(
+                    info, *_reclaimable_cells(info, other, low, high, now_ms())
+                )
+            if not newest and not stale:
                 continue
             with self._write() as conn:
                 current = self.catalog.cached(name)
                 if current is None or current.table_id != info.table_id:
                     raise table_not_found(name)
+                reclaimed += conn.executemany(
+                    f"DELETE FROM {info.cells_table} "
+                    "WHERE row = ? AND fam = ? AND qual = ? AND ts < ?",
+                    newest,
+                ).rowcount
                 reclaimed += conn.executemany(
                     f"DELETE FROM {info.cells_table} "
                     "WHERE row = ? AND fam = ? AND qual = ? AND ts = ?",
@@ -475,6 +506,7 @@ class Store:
                 self.checkpoint()
         if self.on_compacted is not None:
             self.on_compacted(major, reclaimed)
+        return True
 
     def _read_for_compaction(self, info: TableInfo, sql: str, params: Sequence[object]) -> list:
         """One statement on a pooled reader, as it is (nothing pending applied first: what a
@@ -916,25 +948,52 @@ class Store:
             )
 
 
-def _reclaimable_cells(
-    info: TableInfo, low: bytes, high: bytes, now: int
+def _compaction_families(info: TableInfo) -> tuple[list[int], list[int]]:
+    """The families keeping one version and no TTL (most tables' every family), whose
+    overwritten columns are reclaimed by range, and the others, reclaimed cell by cell."""
+    single: list[int] = []
+    other: list[int] = []
+    for fam, family in enumerate(info.families):
+        plain = family.max_versions == 1 and family.ttl_ms is None
+        (single if plain else other).append(fam)
+    return single, other
+
+
+def _overwritten_columns(
+    info: TableInfo, families: Sequence[int], low: bytes, high: bytes
 ) -> tuple[str, tuple[bytes, bytes]]:
-    """SQL for the keys ``(row, fam, qual, ts)`` of rows ``low..high`` that reads no longer
-    see: versions beyond their family's ``max_versions``, cells past its TTL. One walk of the
-    range in key order (the window needs no sort), every family at once."""
-    versions = " ".join(
-        f"WHEN {fam} THEN {family.max_versions}" for fam, family in enumerate(info.families)
+    """SQL for ``(row, fam, qual, newest ts)`` of the columns of rows ``low..high`` in
+    ``families`` (one version kept, no TTL) that hold older versions: every version older than
+    the newest is reclaimed with one ranged delete per column. A grouped walk of the range in
+    key order, about three times cheaper than numbering every version, and the deletes seek once
+    per column instead of once per version. An older version stays unseen: a put of it later
+    is beyond the one version kept, and a delete of the newest deletes it too."""
+    return (
+        f"SELECT row, fam, qual, max(ts) FROM {info.cells_table} "
+        f"WHERE row >= ? AND row <= ? AND fam IN ({','.join(str(f) for f in families)}) "
+        "GROUP BY row, fam, qual HAVING count(*) > 1",
+        (low, high),
     )
+
+
+def _reclaimable_cells(
+    info: TableInfo, families: Sequence[int], low: bytes, high: bytes, now: int
+) -> tuple[str, tuple[bytes, bytes]]:
+    """SQL for the keys ``(row, fam, qual, ts)`` of rows ``low..high`` in ``families`` that
+    reads no longer see: versions beyond their family's ``max_versions``, cells past its TTL.
+    One walk of the range in key order (the window needs no sort)."""
+    versions = " ".join(f"WHEN {fam} THEN {info.families[fam].max_versions}" for fam in families)
     floors = " ".join(
-        f"WHEN {fam} THEN {now - family.ttl_ms}"
-        for fam, family in enumerate(info.families)
-        if family.ttl_ms is not None
+        f"WHEN {fam} THEN {now - info.families[fam].ttl_ms}"
+        for fam in families
+        if info.families[fam].ttl_ms is not None
     )
     expired = f" OR ts < CASE fam {floors} END" if floors else ""
     return (
         "SELECT row, fam, qual, ts FROM (SELECT row, fam, qual, ts, ROW_NUMBER() OVER "
         "(PARTITION BY row, fam, qual ORDER BY ts DESC) AS n "
-        f"FROM {info.cells_table} WHERE row >= ? AND row <= ?) "
+        f"FROM {info.cells_table} WHERE row >= ? AND row <= ? "
+        f"AND fam IN ({','.join(str(f) for f in families)})) "
         f"WHERE n > CASE fam {versions} END{expired}",
         (low, high),
     )

@@ -15,6 +15,7 @@ from profile_assets.audience_assets import attribute_stats, audience_sketches, t
 from profile_assets.raw_events import raw_events
 from profile_store.audiences.sketch_table import SKETCH_TABLE
 from profile_store.generator.lake import generate_lake
+from profile_store.hbase_gateway.compaction import FORCE_AFTER
 from profile_store.hbase_gateway.data_dir import DB_FILE
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from resources.hbase import HBaseResource
@@ -62,20 +63,21 @@ def test_writes_through_worker_processes_are_compacted_once_they_pause(tmp_path)
     with EmbeddedGateway(tmp_path, workers=2, server_args=args) as gateway:
         connections = [happybase.Connection(**gateway.connection_kwargs()) for _ in range(2)]
         connections[0].create_table("t", {"f": {"max_versions": 1}})
-        # 300 rows rewritten every 0.3 s: due from the 4th round on (1,000 cells), never four
-        # times due (4,000), never quiet for 2 s, so nothing is compacted while it lasts
-        for version in range(10):
+        # 300 rows rewritten every 0.3 s: due from the 4th round on (1,000 cells), never
+        # FORCE_AFTER times due (2,000), never quiet for 2 s, so nothing is compacted meanwhile
+        assert FORCE_AFTER * 1_000 > 6 * 300
+        for version in range(6):
             with connections[version % 2].table("t").batch() as batch:
                 for row in range(300):
                     batch.put(b"r%05d" % row, {b"f:a": b"%d" % version})
             time.sleep(0.3)
-        assert stored_cells(tmp_path, "t") == 3_000
+        assert stored_cells(tmp_path, "t") == 1_800
         assert "compacted t" not in gateway.log_path.read_text()
         assert wait_for(lambda: stored_cells(tmp_path, "t") == 300, timeout_s=20)
         # the line is logged after the compaction commits, so it may trail the count a little
-        logged = "compacted t: 3000 stored cells -> 300"
+        logged = "compacted t: 1800 stored cells -> 300"
         assert wait_for(lambda: logged in gateway.log_path.read_text(), timeout_s=5)
-        assert connections[1].table("t").row(b"r00042") == {b"f:a": b"9"}
+        assert connections[1].table("t").row(b"r00042") == {b"f:a": b"5"}
         for connection in connections:
             connection.close()
 

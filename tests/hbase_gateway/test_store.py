@@ -9,7 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from profile_store.hbase_gateway.compaction import BackgroundCompactor
+from profile_store.hbase_gateway.compaction import (
+    FORCE_AFTER,
+    PACED_SHARE,
+    BackgroundCompactor,
+)
 from profile_store.hbase_gateway.errors import GatewayInternalError, GatewayIOError
 from profile_store.hbase_gateway.scanner import Scanner, ScanSpec
 from profile_store.hbase_gateway.schema import FamilyDescriptor
@@ -46,6 +50,36 @@ def test_compaction_reclaims_versions_beyond_max_versions(store: Store) -> None:
     assert stored(store, cells) == 2
 
 
+def test_compaction_keeps_each_columns_newest_version_in_a_one_version_family(
+    tmp_path: Path,
+) -> None:
+    """Such families (every family of the profile and sketch tables) are reclaimed a column at
+    a time; a family of more versions beside them, a cell at a time."""
+    store = Store(tmp_path / "one")
+    try:
+        store.create_table(
+            b"one", [FamilyDescriptor(b"f", max_versions=1), FamilyDescriptor(b"g", max_versions=2)]
+        )
+        for ts in (1, 2, 3):
+            cells = [(False, b"f:a", b"a%d" % ts), (False, b"f:b", b"b%d" % ts)]
+            store.mutate_rows(b"one", [(b"r", [*cells, (False, b"g:c", b"c%d" % ts)])], ts)
+        store.mutate_rows(b"one", [(b"s", [(False, b"f:a", b"only")])], 1)
+        store.compact(b"one", major=False)
+        table = store.table(b"one").cells_table
+        with sqlite3.connect(store.path) as conn:
+            kept = conn.execute(f"SELECT row, fam, qual, ts FROM {table} ORDER BY 1, 2, 3, 4")
+            kept = kept.fetchall()
+        assert kept == [
+            (b"r", 0, b"a", 3),
+            (b"r", 0, b"b", 3),
+            (b"r", 1, b"c", 2),
+            (b"r", 1, b"c", 3),
+            (b"s", 0, b"a", 1),
+        ]
+    finally:
+        store.close()
+
+
 def test_compaction_reclaims_expired_cells(store: Store) -> None:
     put(store, b"r", b"ttl:a", b"old", now_ms() - 120_000)
     put(store, b"r", b"ttl:b", b"new", now_ms())
@@ -75,6 +109,25 @@ def test_compaction_walks_tables_larger_than_one_chunk(store: Store) -> None:
         store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"v")]) for i in range(5000)], ts)
     store.compact(b"t", major=False)
     assert stored(store, store.table(b"t").cells_table) == 10_000
+
+
+def test_a_compaction_is_told_after_each_chunk_how_long_it_took(store: Store) -> None:
+    for ts in (1, 2, 3):
+        store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"v")]) for i in range(5000)], ts)
+    chunks: list[float] = []
+    assert store.compact(b"t", major=False, between_chunks=lambda s: chunks.append(s) or True)
+    assert len(chunks) == 3  # 2,000 + 2,000 + 1,000 rows
+    assert all(seconds > 0 for seconds in chunks)
+    assert stored(store, store.table(b"t").cells_table) == 10_000
+
+
+def test_a_compaction_told_to_stop_ends_after_its_chunk(store: Store) -> None:
+    for ts in (1, 2, 3):
+        store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"v")]) for i in range(5000)], ts)
+    assert not store.compact(b"t", major=False, between_chunks=lambda _seconds: False)
+    # the first 2,000 rows lost their third version, the other 3,000 rows wait
+    assert stored(store, store.table(b"t").cells_table) == 2 * 2000 + 3 * 3000
+    assert store.stored_after_compaction(b"t") == 0  # not a finished compaction
 
 
 def test_compaction_reclaims_a_row_between_rows_with_nothing_to_reclaim(store: Store) -> None:
@@ -174,10 +227,54 @@ def test_a_table_first_seen_already_due_is_compacted_at_once(store: Store) -> No
 def test_a_table_written_without_pause_is_still_compacted(store: Store) -> None:
     compactor = BackgroundCompactor(store, after_cells=1_000, quiet_s=60)
     assert compactor.compact_due_tables() == []
-    write_cells(store, 3_999)
+    write_cells(store, FORCE_AFTER * 1_000 - 1)
     assert compactor.compact_due_tables() == []
     write_cells(store, 1)
     assert compactor.compact_due_tables() == [b"t"]
+
+
+def rests_of(compactor: BackgroundCompactor, monkeypatch) -> tuple[list[float], list[float]]:
+    """The seconds each chunk of the compactor's compactions took, and each rest it took."""
+    chunks: list[float] = []
+    rests: list[float] = []
+    compact = compactor.store.compact
+
+    def timed(name, major, between_chunks):
+        return compact(name, major, lambda s: chunks.append(s) or between_chunks(s))
+
+    monkeypatch.setattr(compactor.store, "compact", timed)
+    monkeypatch.setattr(compactor._stopping, "wait", lambda s: rests.append(s) or False)
+    return chunks, rests
+
+
+def test_a_compaction_of_a_table_still_being_written_rests_after_each_chunk(
+    store: Store, monkeypatch
+) -> None:
+    """PACED_SHARE of a core at most: the table's writers and readers are slowed a little for
+    longer instead of stalled for the whole pass."""
+    compactor = BackgroundCompactor(store, after_cells=1_000, quiet_s=60)
+    assert compactor.compact_due_tables() == []
+    write_cells(store, 5_000)  # due FORCE_AFTER times over, and never quiet
+    chunks, rests = rests_of(compactor, monkeypatch)
+    assert compactor.compact_due_tables() == [b"t"]
+    assert len(chunks) == 3
+    assert rests == pytest.approx([c * (1 - PACED_SHARE) / PACED_SHARE for c in chunks])
+
+
+def test_a_compaction_of_a_quiet_table_runs_without_rest(store: Store, monkeypatch) -> None:
+    write_cells(store, 5_000)
+    compactor = BackgroundCompactor(store, after_cells=1_000, quiet_s=60)
+    chunks, rests = rests_of(compactor, monkeypatch)
+    assert compactor.compact_due_tables() == [b"t"]  # first seen already due: quiet
+    assert len(chunks) == 3
+    assert rests == []
+
+
+def test_a_stopping_compactor_ends_its_compaction_at_the_next_chunk(store: Store) -> None:
+    compactor = BackgroundCompactor(store, after_cells=1_000, quiet_s=60)
+    compactor._stopping.set()
+    assert compactor._pace(True)(0.01) is False
+    assert compactor._pace(False)(0.01) is False
 
 
 def test_writes_through_another_store_keep_a_table_from_being_quiet(
