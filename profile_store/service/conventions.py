@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.requests import ClientDisconnect
 from starlette.routing import Match
+from starlette.types import ASGIApp, Receive, Scope, Send
 from thriftpy2.thrift import TException
 from thriftpy2.transport import TTransportException
 
@@ -188,20 +189,34 @@ def document_request_errors(schema: dict[str, Any]) -> None:
 def install_options(app: FastAPI) -> None:
     """``OPTIONS`` on a route answers 204 with the route's methods in ``Allow`` (RFC 9110);
     on an unknown path it is the usual 404 body."""
+    app.add_middleware(OptionsAnswers, api=app)
 
-    @app.middleware("http")
-    async def options(request: Request, call_next: Callable) -> Response:
-        if request.method != "OPTIONS":
-            return await call_next(request)
+
+class OptionsAnswers:
+    """The ``OPTIONS`` answers of ``install_options``, as plain ASGI: every other request passes
+    through untouched. (As a ``@app.middleware("http")`` function, every response was streamed
+    again through Starlette's memory pipe, and a static file of the docs page could arrive
+    empty with a 200 while the machine was busy.)"""
+
+    def __init__(self, app: ASGIApp, api: FastAPI) -> None:
+        self.app = app
+        self.api = api
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "OPTIONS":
+            await self.app(scope, receive, send)
+            return
         methods: set[str] = set()
-        for route in iter_route_contexts(app.routes):  # routers' routes too
-            match, _ = route.matches(request.scope)
+        for route in iter_route_contexts(self.api.routes):  # routers' routes too
+            match, _ = route.matches(scope)
             if match != Match.NONE:
                 methods |= set(getattr(route, "methods", None) or ())
-        if not methods:
-            return error_response(404, "not_found", "Not Found")
-        allow = ", ".join(sorted(methods | {"OPTIONS"}))
-        return Response(status_code=204, headers={"Allow": allow})
+        if methods:
+            allow = ", ".join(sorted(methods | {"OPTIONS"}))
+            response: Response = Response(status_code=204, headers={"Allow": allow})
+        else:
+            response = error_response(404, "not_found", "Not Found")
+        await response(scope, receive, send)
 
 
 def body_timeout_s(env: Mapping[str, str] | None = None) -> float:

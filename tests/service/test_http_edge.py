@@ -17,6 +17,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 from known_audience import BUILDER_TENANTS, SHOP_KEY
+from starlette.middleware.base import BaseHTTPMiddleware
 
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
@@ -228,6 +229,19 @@ def test_options_on_a_routers_route_lists_its_methods(client):
     response = client.options("/v1/audiences/saved/abc123")
     assert response.status_code == 204
     assert response.headers["allow"] == "DELETE, GET, OPTIONS, PATCH"
+
+
+def test_no_response_is_streamed_again_by_a_base_http_middleware(app):
+    """Starlette's ``BaseHTTPMiddleware`` (what ``@app.middleware("http")`` installs) streams
+    every response again through a memory pipe: a static file of the docs page once arrived
+    empty with a 200 while the machine was busy."""
+    assert [m for m in app.user_middleware if m.cls is BaseHTTPMiddleware] == []
+
+
+def test_options_on_an_unknown_path_is_the_usual_404(client):
+    response = client.options("/v1/no-such-route")
+    assert response.status_code == 404
+    assert response.json()["error"] == "not_found"
 
 
 # --- real processes ------------------------------------------------------------------------------
