@@ -449,6 +449,7 @@ class Store:
             conn.execute("DELETE FROM meta WHERE key = ?", (f"written:{info.table_id}",))
         after: bytes | None = None
         reclaimed = 0
+        single, other = _compaction_families(info)
         chunk_started = time.monotonic()
         while True:
             if after is not None and between_chunks is not None:
@@ -466,8 +467,8 @@ class Store:
                 break
             low, high = rows[0][0], rows[-1][0]
             after = high
-            single, other = _compaction_families(info)
-            newest = stale = []
+            newest: list = []
+            stale: list = []
             if single:
                 newest = self._read_for_compaction(
                     info, *_overwritten_columns(info, single, low, high)
