@@ -19,8 +19,15 @@ sides run them). The lake is kept under ``--work-dir`` and reused when it is com
 
 ``--whole-graph`` measures instead what one day of a production run costs: the ``days`` history
 days run through every asset and check (setup), then the new day runs through every asset AND
-every asset check in one run; it prints seconds per asset and per check and end-to-end events/s
-(bar: >= 10,000 events/s on the 2-core machine)::
+every asset check in one run. Per step and for the run it prints wall seconds, CPU-seconds of
+the whole process tree and per million landing events, and the Spark jobs and stages submitted
+(``bench/run_cost.py`` says how each is measured); for the run, end-to-end events/s (bar:
+>= 10,000 events/s on the 2-core machine) and the peak RSS of the driver JVM and of this
+process during the new day. As a yardstick that does not depend on the machine's load, DuckDB
+then counts the exact distinct users per app and event type over the same landing files, and
+the run's CPU-seconds are given as a multiple of DuckDB's. ``--list-jobs`` lists every Spark
+job of the new day with its step and call site. On a shared machine wall seconds follow its
+load (printed); CPU-seconds and job counts hardly do::
 
     .venv/bin/python bench/daily_run.py --whole-graph --days 1 --events-per-day 1000000
 """
@@ -32,12 +39,23 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hbase_gateway import machine  # noqa: E402  (bench/hbase_gateway.py)
+from run_cost import (  # noqa: E402  (bench/run_cost.py)
+    RunCost,
+    driver_jvm_pid,
+    peak_rss_mib,
+    reset_peak_rss,
+    spark_jobs,
+    spark_session,
+    step_costs,
+    tree_cpu_seconds,
+)
 
 from profile_store.generator import generate_lake  # noqa: E402
 from profile_store.lake.layout import (  # noqa: E402
@@ -75,7 +93,8 @@ def clear_derived(root: Path, hbase_dir: Path) -> None:
 
 
 class Runner:
-    """Materializes the code location's assets for one day at a time, and times each run."""
+    """Materializes the code location's assets for one day at a time, and times each run: wall
+    seconds, and CPU-seconds of the process tree at the start and end of every step."""
 
     def __init__(self, lake: Path, hbase_dir: Path, checks: bool) -> None:
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -96,22 +115,36 @@ class Runner:
                 "PROFILES_START_DATE": START.isoformat(),
             }
         )
+        self.step_marks: list[tuple[str, str, float, float]] = []
+        self.last_job = -1
+        handle = self.instance.handle_new_event
+
+        def marking_steps(event, **kwargs):  # the run's events reach the instance here
+            if event.dagster_event is not None and event.dagster_event.event_type_value in (
+                "STEP_START",
+                "STEP_SUCCESS",
+                "STEP_FAILURE",
+            ):
+                mark = (event.step_key, event.dagster_event.event_type_value)
+                self.step_marks.append((*mark, time.time(), tree_cpu_seconds()))
+            return handle(event, **kwargs)
+
+        self.instance.handle_new_event = marking_steps
 
     def asset_names(self) -> list[str]:
         return [key.to_user_string() for asset in self.daily_assets for key in asset.keys]
 
     def run(self, day: date, assets: list[str]) -> tuple[float, dict[str, float]]:
         """Wall seconds of one run, and seconds per step (asset or check)."""
-        seconds, steps, _, _ = self.run_with_received_rows(day, assets)
-        return seconds, steps
+        run = self.run_with_costs(day, assets)
+        return run.seconds, {name: step.seconds for name, step in run.steps.items()}
 
-    def run_with_received_rows(
-        self, day: date, assets: list[str]
-    ) -> tuple[float, dict[str, float], int | None, dict[str, str]]:
-        """Wall seconds, seconds per step, the landing rows raw_events read (if it ran), and
-        each check's outcome ("passed", or "FAILED" with its severity)."""
+    def run_with_costs(self, day: date, assets: list[str]) -> RunCost:
+        """One run with what each step and the whole run cost, and each check's outcome."""
         from dagster import materialize
 
+        self.step_marks = []
+        cpu_before = tree_cpu_seconds()
         started = time.perf_counter()
         result = materialize(
             self.definitions,
@@ -122,11 +155,9 @@ class Runner:
             run_config=QUIET,
         )
         seconds = time.perf_counter() - started
-        steps = {
-            event.step_key: event.event_specific_data.duration_ms / 1000
-            for event in result.all_events
-            if event.event_type_value == "STEP_SUCCESS"
-        }
+        cpu = tree_cpu_seconds() - cpu_before
+        jobs = spark_jobs(spark_session(), self.last_job)
+        self.last_job = max([self.last_job, *(job.job_id for job in jobs)])
         received = None
         for event in result.get_asset_materialization_events():
             materialization = event.step_materialization_data.materialization
@@ -138,7 +169,7 @@ class Runner:
             else f"FAILED ({evaluation.severity.value})"
             for evaluation in result.get_asset_check_evaluations()
         }
-        return seconds, steps, received, outcomes
+        return RunCost(seconds, cpu, step_costs(self.step_marks, jobs), jobs, received, outcomes)
 
 
 def main() -> int:
@@ -151,6 +182,11 @@ def main() -> int:
         "--whole-graph",
         action="store_true",
         help="time one new day through every asset and check instead of the full recompute",
+    )
+    parser.add_argument(
+        "--list-jobs",
+        action="store_true",
+        help="with --whole-graph: also list the new day's Spark jobs per step with call sites",
     )
     parser.add_argument("--work-dir", type=Path, default=Path("data/bench-daily-run"))
     args = parser.parse_args()
@@ -212,20 +248,33 @@ def main() -> int:
 def whole_graph_day(
     lake: Path, hbase_dir: Path, days: list[date], new_day: date, args: argparse.Namespace
 ) -> int:
-    """The history days through the whole graph (setup), then the new day, timed per step."""
+    """The history days through the whole graph (setup), then the new day, costed per step."""
     runner = Runner(lake, hbase_dir, checks=True)
     everything = runner.asset_names()
     clear_derived(lake, hbase_dir)
     shutil.rmtree(lake / EVENTS, ignore_errors=True)
     shutil.rmtree(lake / QUARANTINE, ignore_errors=True)
     for day in days:
-        seconds, steps, _, outcomes = runner.run_with_received_rows(day, everything)
-        print(f"setup: history day {day}, every asset and check: {seconds:.1f} s", flush=True)
-        print("  " + ", ".join(f"{name} {value:.1f}" for name, value in steps.items()), flush=True)
-        failed = {name: outcome for name, outcome in outcomes.items() if outcome != "passed"}
-        print(f"  checks: {len(outcomes) - len(failed)} of {len(outcomes)} passed {failed or ''}")
-    seconds, steps, received, outcomes = runner.run_with_received_rows(new_day, everything)
-    assert received is not None, "raw_events did not run"
+        run = runner.run_with_costs(day, everything)
+        print(
+            f"setup: history day {day}, every asset and check: {run.seconds:.1f} s, "
+            f"{run.cpu_seconds:.1f} CPU-s, {len(run.jobs)} Spark jobs",
+            flush=True,
+        )
+        steps = ", ".join(f"{name} {step.seconds:.1f}" for name, step in run.steps.items())
+        print(f"  {steps}", flush=True)
+        failed = {name: outcome for name, outcome in run.outcomes.items() if outcome != "passed"}
+        passed = len(run.outcomes) - len(failed)
+        print(f"  checks: {passed} of {len(run.outcomes)} passed {failed or ''}")
+    jvm = driver_jvm_pid(spark_session())
+    for pid in (jvm, os.getpid()):
+        reset_peak_rss(pid)
+    load_before = os.getloadavg()
+    run = runner.run_with_costs(new_day, everything)
+    load_after = os.getloadavg()
+    assert run.received_rows is not None, "raw_events did not run"
+    jvm_peak, python_peak = peak_rss_mib(jvm), peak_rss_mib(os.getpid())
+    yardstick = duckdb_distinct_users(lake, new_day)
 
     print()
     print(f"Machine: {machine()}")
@@ -233,22 +282,112 @@ def whole_graph_day(
         f"Lake: {len(days)} history day(s) + 1 new day x {args.events_per_day:,} generated events "
         f"(seed {args.seed}); the new day in one run with every asset and every asset check"
     )
+    print(
+        f"Load average (1 min) at the new day's start and end: {load_before[0]:.1f}, "
+        f"{load_after[0]:.1f} ({os.cpu_count()} cores): wall seconds are as noisy as that load; "
+        "CPU-seconds and job counts are not"
+    )
     print()
-    print("| new day: step | kind | seconds | outcome |")
-    print("| --- | --- | ---: | --- |")
-    for name, step_seconds in steps.items():
-        kind = "asset" if name in everything else "check"
-        outcome = outcomes.get(name, "") if kind == "check" else "materialized"
-        print(f"| {name} | {kind} | {step_seconds:.1f} | {outcome} |")
-    rate = received / seconds
+    print_cost_tables(run, everything)
+    if args.list_jobs:
+        print()
+        print_jobs(run)
+    rate = run.received_rows / run.seconds
+    cpu_per_million = run.cpu_seconds / (run.received_rows / 1e6)
     print()
-    print("| landing events | run seconds | events/s end-to-end |")
-    print("| ---: | ---: | ---: |")
-    print(f"| {received:,} | {seconds:.1f} | {rate:,.0f} |")
+    print(
+        "| landing events | run seconds | events/s end-to-end | CPU-seconds | "
+        "CPU-s per M events | Spark jobs | stages | driver JVM peak RSS | Python peak RSS |"
+    )
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print(
+        f"| {run.received_rows:,} | {run.seconds:.1f} | {rate:,.0f} | {run.cpu_seconds:.1f} | "
+        f"{cpu_per_million:.1f} | {len(run.jobs)} | {run.stages} | {jvm_peak:,.0f} MiB | "
+        f"{python_peak:,.0f} MiB |"
+    )
+    print()
+    print(
+        "| yardstick: DuckDB exact COUNT(DISTINCT user_id) per app and event type over the "
+        "landing files | groups | seconds | CPU-seconds | our CPU-s / DuckDB's |"
+    )
+    print("| --- | ---: | ---: | ---: | ---: |")
+    print(
+        f"| {yardstick.rows:,} rows read | {yardstick.groups} | {yardstick.seconds:.1f} | "
+        f"{yardstick.cpu_seconds:.1f} | {run.cpu_seconds / yardstick.cpu_seconds:.0f}x |"
+    )
     print()
     verdict = "met" if rate >= 10_000 else "NOT met"
     print(f"End-to-end {rate:,.0f} events/s (bar >= 10,000 events/s: {verdict})")
     return 0
+
+
+def print_cost_tables(run: RunCost, assets: list[str]) -> None:
+    """Per step: wall and CPU seconds, CPU per million landing events, Spark jobs and stages."""
+    millions = run.received_rows / 1e6
+    print(
+        "| new day: step | kind | seconds | CPU-seconds | CPU-s per M events | Spark jobs | "
+        "stages | outcome |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    for name, step in run.steps.items():
+        kind = "asset" if name in assets else "check"
+        outcome = run.outcomes.get(name, "") if kind == "check" else "materialized"
+        print(
+            f"| {name} | {kind} | {step.seconds:.1f} | {step.cpu_seconds:.1f} | "
+            f"{step.cpu_seconds / millions:.1f} | {len(step.jobs)} | {step.stages} | {outcome} |"
+        )
+    in_steps = sum(step.cpu_seconds for step in run.steps.values())
+    outside = run.jobs_outside_steps()
+    print(
+        f"| (between steps: run start and end, resources) | | "
+        f"{run.seconds - sum(step.seconds for step in run.steps.values()):.1f} | "
+        f"{run.cpu_seconds - in_steps:.1f} | {(run.cpu_seconds - in_steps) / millions:.1f} | "
+        f"{len(outside)} | {sum(job.stages for job in outside)} | |"
+    )
+    print(
+        f"| **whole run** | | {run.seconds:.1f} | {run.cpu_seconds:.1f} | "
+        f"{run.cpu_seconds / millions:.1f} | {len(run.jobs)} | {run.stages} | |"
+    )
+
+
+def print_jobs(run: RunCost) -> None:
+    """Every Spark job of the run, by step, with the call site that submitted it."""
+    print("| step | job | stages | call site |")
+    print("| --- | ---: | ---: | --- |")
+    for name, step in run.steps.items():
+        for job in step.jobs:
+            print(f"| {name} | {job.job_id} | {job.stages} | {job.call_site} |")
+    for job in run.jobs_outside_steps():
+        print(f"| (between steps) | {job.job_id} | {job.stages} | {job.call_site} |")
+
+
+@dataclass(frozen=True)
+class Yardstick:
+    rows: int
+    groups: int
+    seconds: float
+    cpu_seconds: float
+
+
+def duckdb_distinct_users(lake: Path, day: date) -> Yardstick:
+    """DuckDB's exact distinct users per (app, event type) over the day's landing files: a
+    figure of what reading the day costs on this machine, whatever its load (its threads run in
+    this process, so its CPU is this process's)."""
+    import duckdb
+
+    files = str(lake / landing_day(day) / "*.jsonl.gz")
+    query = f"""
+        SELECT app_id, event_type, COUNT(DISTINCT user_id) AS users, SUM(COUNT(*)) OVER () AS rows
+        FROM read_json('{files}', format = 'newline_delimited', ignore_errors = true,
+            columns = {{app_id: 'VARCHAR', event_type: 'VARCHAR', user_id: 'VARCHAR'}})
+        GROUP BY app_id, event_type
+    """
+    connection = duckdb.connect()
+    cpu_before, started = time.process_time(), time.perf_counter()
+    result = connection.execute(query).fetchall()
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu_before
+    connection.close()
+    return Yardstick(int(result[0][3]) if result else 0, len(result), seconds, cpu)
 
 
 if __name__ == "__main__":
