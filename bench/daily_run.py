@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from hbase_gateway import machine  # noqa: E402  (bench/hbase_gateway.py)
 from run_cost import (  # noqa: E402  (bench/run_cost.py)
     RunCost,
+    SparkJob,
     driver_jvm_pid,
     peak_rss_mib,
     reset_peak_rss,
@@ -71,6 +72,8 @@ from profile_store.lake.layout import (  # noqa: E402
 # Early enough that every day is a partition already; set before the code location is imported.
 START = date(2026, 9, 1)
 KEPT_AREAS = {LANDING, EVENTS, QUARANTINE, SEGMENT_FEED, GROUND_TRUTH}
+# The call site Spark gives the jobs that adaptive execution submits from its thread pool.
+ANONYMOUS_CALL_SITE = "withThreadLocalCaptured"
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
@@ -351,14 +354,37 @@ def print_cost_tables(run: RunCost, assets: list[str]) -> None:
 
 
 def print_jobs(run: RunCost) -> None:
-    """Every Spark job of the run, by step, with the call site that submitted it."""
-    print("| step | job | stages | call site |")
-    print("| --- | ---: | ---: | --- |")
-    for name, step in run.steps.items():
-        for job in step.jobs:
-            print(f"| {name} | {job.job_id} | {job.stages} | {job.call_site} |")
-    for job in run.jobs_outside_steps():
-        print(f"| (between steps) | {job.job_id} | {job.stages} | {job.call_site} |")
+    """The run's Spark jobs by step and by the action that submitted them."""
+    print("| step | action (call site) | Spark jobs | stages | job ids |")
+    print("| --- | --- | ---: | ---: | --- |")
+    steps = [*run.steps.items(), ("(between steps)", None)]
+    for name, step in steps:
+        jobs = run.jobs_outside_steps() if step is None else step.jobs
+        for call_site, action_jobs in jobs_by_action(jobs):
+            ids = f"{action_jobs[0].job_id}-{action_jobs[-1].job_id}"
+            stages = sum(job.stages for job in action_jobs)
+            print(f"| {name} | {call_site} | {len(action_jobs)} | {stages} | {ids} |")
+
+
+def jobs_by_action(jobs: list[SparkJob]) -> list[tuple[str, list[SparkJob]]]:
+    """Jobs grouped under the action that needed them. Adaptive execution submits each shuffle
+    stage and broadcast of a query as a job of its own from a thread pool, where Spark knows no
+    Python call site: those are counted with the next job that has one (the query's action);
+    consecutive actions of one call site are one row."""
+    groups: list[tuple[str, list[SparkJob]]] = []
+    pending: list[SparkJob] = []
+    for job in jobs:
+        pending.append(job)
+        if ANONYMOUS_CALL_SITE in job.call_site:
+            continue
+        if groups and groups[-1][0] == job.call_site and len(pending) == 1:
+            groups[-1][1].append(job)
+        else:
+            groups.append((job.call_site, pending))
+        pending = []
+    if pending:
+        groups.append(("(adaptive-execution jobs of no named action)", pending))
+    return groups
 
 
 @dataclass(frozen=True)

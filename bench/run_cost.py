@@ -27,6 +27,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 TICKS = os.sysconf("SC_CLK_TCK")
+REPO = Path(__file__).resolve().parent.parent
 
 
 def _stat_fields(pid: str) -> list[str] | None:
@@ -92,6 +93,12 @@ class SparkJob:
     """Stages that ran (skipped ones, whose shuffle output was reused, left out)."""
 
 
+def _relative(call_site: str) -> str:
+    """A call site without this machine's paths: relative to the repository or to the
+    installed packages."""
+    return re.sub(r"\S*/site-packages/", "", call_site.replace(f"{REPO}/", ""))
+
+
 def spark_jobs(session: SparkSession, after_job: int = -1) -> list[SparkJob]:
     """The driver's jobs with an id above ``after_job``, oldest first."""
     jvm = session.sparkContext._jvm
@@ -104,11 +111,12 @@ def spark_jobs(session: SparkSession, after_job: int = -1) -> list[SparkJob]:
             continue
         submitted = job.submissionTime()
         description = job.description()
+        call_site = str(description.get() if description.isDefined() else job.name())
         jobs.append(
             SparkJob(
                 job_id=job_id,
                 submitted=submitted.get().getTime() / 1000 if submitted.isDefined() else 0.0,
-                call_site=str(description.get() if description.isDefined() else job.name()),
+                call_site=_relative(call_site),
                 stages=int(job.numCompletedStages()) + int(job.numFailedStages()),
             )
         )

@@ -10,7 +10,7 @@ from pyspark.sql import functions as F
 
 from profile_assets.automation import ORDER_ONLY_DEPS
 from profile_assets.partitions import daily_partitions
-from profile_store.audiences.activation import ActivatedAudience, activation_hits
+from profile_store.audiences.activation import HITS_SCHEMA, ActivatedAudience, activation_hits
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.query import QueryError, query_tree
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
@@ -83,7 +83,8 @@ def audience_activations(
     hits.write.mode("overwrite").parquet(target)  # also when empty: a re-run replaces the day
     members = {}
     if results:
-        counted = session.read.parquet(target).groupBy("audience_id").agg(F.count("*").alias("n"))
+        written = session.read.schema(HITS_SCHEMA).parquet(target)
+        counted = written.groupBy("audience_id").agg(F.count("*").alias("n"))
         members = {row.audience_id: row.n for row in counted.collect()}
     engine = AudienceEngine(sketch_table_opener(hbase.pool()))
     reports = [_report(r, members.get(r.audience.id, 0), engine) for r in results]

@@ -24,6 +24,7 @@ from profile_store.audiences.attribute_stats import (
 from profile_store.audiences.day_sketches import build_day_sketches
 from profile_store.audiences.sketch_rows import MAX_PAIR_ROWS
 from profile_store.audiences.sketch_table import SKETCH_TABLE
+from profile_store.events.schema import EVENTS_SCHEMA
 from profile_store.lake.layout import (
     ATTRIBUTE_STATS,
     TRIMMED_ATTRIBUTES,
@@ -53,11 +54,12 @@ def attribute_stats(
 ) -> MaterializeResult:
     day = date.fromisoformat(context.partition_key)
     storage = lake.storage()
-    events = spark.spark_session.read.parquet(storage.spark_uri(events_day(day)))
+    session = spark.spark_session
+    events = session.read.schema(EVENTS_SCHEMA).parquet(storage.spark_uri(events_day(day)))
     stats = daily_attribute_stats(events)
     target = storage.spark_uri(day_dir(ATTRIBUTE_STATS, day))
     stats.coalesce(1).write.mode("overwrite").parquet(target)
-    written = spark.spark_session.read.parquet(target)
+    written = session.read.schema(stats.schema).parquet(target)
     summary = written.agg(
         F.count(F.lit(1)).alias("rows"),
         F.countDistinct("app_id", "event_type").alias("event_types"),
@@ -129,9 +131,11 @@ def trimmed_attributes(
     decisions = trim_decisions(stats, rule)
     target = storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, day))
     decisions.coalesce(1).write.mode("overwrite").parquet(target)
-    written = session.read.parquet(target)
-    kept = written.where("kept").count()
-    total = written.count()
+    written = session.read.schema(decisions.schema).parquet(target)
+    counts = written.agg(
+        F.count(F.lit(1)).alias("total"), F.count(F.when(F.col("kept"), 1)).alias("kept")
+    ).first()
+    kept, total = counts["kept"], counts["total"]
     trimmed_examples = [
         f"{r.app_id}/{r.event_type}/{r.attribute} ({r.distinct_values:.0f} values)"
         for r in written.where("NOT kept").orderBy(F.desc("distinct_values")).limit(10).collect()

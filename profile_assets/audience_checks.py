@@ -32,6 +32,7 @@ from profile_store.audiences.accuracy import (
 from profile_store.audiences.accuracy_run import run_accuracy
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.sketch_table import SKETCH_TABLE
+from profile_store.events.schema import EVENTS_SCHEMA
 from profile_store.lake.layout import AUDIENCE_SKETCHES, TRIMMED_ATTRIBUTES, day_dir, events_day
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource
@@ -108,7 +109,9 @@ def audience_estimation_error(
     built = [d for d in window if storage.exists(f"{day_dir(AUDIENCE_SKETCHES, d)}/pairs.json")]
     days = _consecutive_tail(built, day)
     session = spark.spark_session
-    events = session.read.parquet(*[storage.spark_uri(events_day(d)) for d in days])
+    events = session.read.schema(EVENTS_SCHEMA).parquet(
+        *[storage.spark_uri(events_day(d)) for d in days]
+    )
     decisions = None
     for d in days:
         part = session.read.parquet(storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, d)))

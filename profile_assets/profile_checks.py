@@ -7,7 +7,6 @@ from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
     AssetCheckSeverity,
-    AssetRecordsFilter,
     Config,
     MetadataValue,
     asset_check,
@@ -20,7 +19,13 @@ from profile_assets.check_results import nothing_to_judge, problems_found
 from profile_assets.identity_assets import identity_components, identity_edges
 from profile_assets.partitions import daily_partitions
 from profile_assets.profile_assets import compacted_profiles
-from profile_store.identity.pipeline import KEYS_SCHEMA, PROFILES_SCHEMA, read_history
+from profile_assets.recorded import recorded_metadata
+from profile_store.identity.pipeline import (
+    ASSIGNMENT_SCHEMA,
+    KEYS_SCHEMA,
+    PROFILES_SCHEMA,
+    read_history,
+)
 from profile_store.identity.quality import identity_quality
 from profile_store.identity.rules import BridgingRules
 from profile_store.identity.settings import non_bridging_message
@@ -71,7 +76,9 @@ def identity_quality_check(
         return nothing_to_judge(f"no answer key at {IDENTITIES} to compare the components with")
     session = spark.spark_session
     quality = identity_quality(
-        session.read.parquet(storage.spark_uri(day_dir(IDENTITY_COMPONENTS, day))),
+        session.read.schema(ASSIGNMENT_SCHEMA).parquet(
+            storage.spark_uri(day_dir(IDENTITY_COMPONENTS, day))
+        ),
         read_history(session, storage, IDENTITY_PROFILES, PROFILES_SCHEMA, day),
         session.read.parquet(storage.spark_uri(IDENTITIES)),
         read_history(session, storage, IDENTITY_KEYS, KEYS_SCHEMA, day),
@@ -151,7 +158,7 @@ def profiles_compaction_agreement(
 ) -> AssetCheckResult:
     day = date.fromisoformat(context.partition_key)
     storage = lake.storage()
-    assignment = spark.spark_session.read.parquet(
+    assignment = spark.spark_session.read.schema(ASSIGNMENT_SCHEMA).parquet(
         storage.spark_uri(day_dir(IDENTITY_COMPONENTS, day))
     )
     masters = sorted(r.master for r in assignment.select("master").distinct().collect())
@@ -208,13 +215,9 @@ def bridging_kinds_result(
 def identity_bridging_kinds(
     context: AssetCheckExecutionContext, identity: IdentityResource
 ) -> AssetCheckResult:
-    day = context.partition_key
-    records = context.instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=identity_edges.key, asset_partitions=[day]), limit=1
-    ).records
-    if not records:
-        return nothing_to_judge(f"identity_edges of {day} not materialized")
-    recorded = records[0].asset_materialization.metadata
+    recorded = recorded_metadata(context, identity_edges.key)
+    if recorded is None:
+        return nothing_to_judge(f"identity_edges of {context.partition_key} not materialized")
     present, non_bridging = (
         dict(recorded[name].value) if name in recorded else {}
         for name in ("alt_id_kinds", "non_bridging_alt_id_kinds")

@@ -8,6 +8,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
+from typing import NamedTuple
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -20,20 +21,31 @@ from dagster import (
 )
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from profile_assets.check_results import logged, nothing_to_judge
 from profile_assets.partitions import daily_partitions
 from profile_assets.raw_events import raw_events
+from profile_assets.recorded import recorded_metadata
 from profile_store.events import expectations
 from profile_store.events.ingest import landing_files
 from profile_store.lake.layout import events_day, quarantine_day
+from profile_store.lake.storage import LakeStorage
 from resources.lake import LakeResource
 
 
 def _partition(context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource):
     day = date.fromisoformat(context.partition_key)
     return day, spark.spark_session.read.parquet(lake.storage().spark_uri(events_day(day)))
+
+
+def _has_clean_events(context: AssetCheckExecutionContext, df: DataFrame) -> bool:
+    """From the clean rows raw_events recorded, or from the partition if it recorded none."""
+    recorded = recorded_metadata(context, raw_events.key)
+    if recorded is None:
+        return not df.isEmpty()
+    return recorded["dagster/row_count"].value > 0
 
 
 def _suite_result(outcome: expectations.SuiteOutcome) -> AssetCheckResult:
@@ -96,7 +108,7 @@ def suite_check(check: SuiteCheck) -> AssetChecksDefinition:
         context: AssetCheckExecutionContext, spark: LazyPySparkResource, lake: LakeResource
     ) -> AssetCheckResult:
         day, df = _partition(context, spark, lake)
-        if not check.judges_a_day_without_events and df.isEmpty():
+        if not check.judges_a_day_without_events and not _has_clean_events(context, df):
             return logged(context, nothing_to_judge(f"no clean events on {day}"))
         outcome = expectations.run_suite(df, check.name, check.suite(day))
         return logged(context, _suite_result(outcome))
@@ -120,6 +132,39 @@ def rows_judged_from(max_share: float) -> int:
     return math.ceil(round(1 / max_share, 9)) if max_share > 0 else 1
 
 
+class QuarantineCounts(NamedTuple):
+    clean_rows: int
+    quarantined_rows: int
+    """Rows quarantined one by one (unreadable files are counted apart)."""
+    unreadable_files: int
+    unreadable_bytes: int
+
+
+def _recorded_counts(recorded: dict) -> QuarantineCounts:
+    """The counts raw_events recorded when it wrote the partitions."""
+    unreadable = recorded["unreadable_file_list"].value
+    return QuarantineCounts(
+        recorded["dagster/row_count"].value,
+        recorded["quarantined_rows"].value,
+        len(unreadable),
+        sum(file["bytes"] for file in unreadable),
+    )
+
+
+def _lake_counts(session: SparkSession, storage: LakeStorage, day: date) -> QuarantineCounts:
+    """The counts read back from the day's clean and quarantine partitions."""
+    clean = session.read.parquet(storage.spark_uri(events_day(day))).count()
+    quarantine = session.read.parquet(storage.spark_uri(quarantine_day(day)))
+    if "file_bytes" not in quarantine.columns:  # written before whole files were quarantined
+        return QuarantineCounts(clean, quarantine.count(), 0, 0)
+    counts = quarantine.agg(
+        F.count(F.when(F.col("file_bytes").isNull(), 1)).alias("rows"),
+        F.count("file_bytes").alias("files"),
+        F.coalesce(F.sum("file_bytes"), F.lit(0)).alias("bytes"),
+    ).first()
+    return QuarantineCounts(clean, counts["rows"], counts["files"], counts["bytes"])
+
+
 @asset_check(
     asset=raw_events,
     partitions_def=daily_partitions,
@@ -139,18 +184,13 @@ def raw_events_quarantine_share(
 ) -> AssetCheckResult:
     day = date.fromisoformat(context.partition_key)
     storage = lake.storage()
-    session = spark.spark_session
-    clean = session.read.parquet(storage.spark_uri(events_day(day))).count()
-    quarantine = session.read.parquet(storage.spark_uri(quarantine_day(day)))
-    if "file_bytes" in quarantine.columns:  # written before whole files were quarantined: none
-        counts = quarantine.agg(
-            F.count(F.when(F.col("file_bytes").isNull(), 1)).alias("rows"),
-            F.count("file_bytes").alias("files"),
-            F.coalesce(F.sum("file_bytes"), F.lit(0)).alias("bytes"),
-        ).first()
-        quarantined, files, unreadable_bytes = counts["rows"], counts["files"], counts["bytes"]
-    else:
-        quarantined, files, unreadable_bytes = quarantine.count(), 0, 0
+    recorded = recorded_metadata(context, raw_events.key)
+    counts = (
+        _lake_counts(spark.spark_session, storage, day)
+        if recorded is None
+        else _recorded_counts(recorded)
+    )
+    clean, quarantined, files, unreadable_bytes = counts
     total = clean + quarantined
     share = quarantined / total if total else 0.0
     landing_bytes = sum(f.size for f in landing_files(storage, day))

@@ -21,6 +21,7 @@ from profile_store.audiences.rowkey import day_component
 from profile_store.audiences.sketch_rows import day_sketch_rows
 from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table
 from profile_store.audiences.sketch_writer import remove_stale_rows, write_sketch_rows
+from profile_store.events.schema import EVENTS_SCHEMA
 from profile_store.hbase.settings import ThriftAddress
 from profile_store.lake.layout import AUDIENCE_SKETCHES, TRIMMED_ATTRIBUTES, day_dir, events_day
 from profile_store.lake.storage import LakeStorage
@@ -46,7 +47,7 @@ def build_day_sketches(
     ``connect()``: a happybase connection for the driver's reads and deletes; ``address``:
     where executors write.
     """
-    events = spark.read.parquet(storage.spark_uri(events_day(day)))
+    events = spark.read.schema(EVENTS_SCHEMA).parquet(storage.spark_uri(events_day(day)))
     decisions = spark.read.parquet(storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, day)))
     rows = day_sketch_rows(events, decisions, day_component(day), lg_k, max_pair_rows).persist()
     try:

@@ -261,12 +261,14 @@ def _bucket_label(low: int, high: int | None) -> str:
 def _masters_by_size(assignment: DataFrame) -> tuple[dict[int, int], int, str | None]:
     """Components per size and the largest one (ties: the smaller master), from master rows."""
     masters = assignment.where(F.col("profile") == F.col("master")).select("master", "size")
-    rows = masters.groupBy("size").agg(F.count(F.lit(1)).alias("components")).collect()
+    rows = (
+        masters.groupBy("size")
+        .agg(F.count(F.lit(1)).alias("components"), F.min("master").alias("first_master"))
+        .collect()
+    )
     counts = {int(row["size"]): int(row["components"]) for row in rows}
     largest = max(counts, default=0)
-    master = None
-    if largest:
-        master = masters.where(F.col("size") == largest).agg(F.min("master")).first()[0]
+    master = next((row["first_master"] for row in rows if row["size"] == largest), None)
     return counts, largest, master
 
 

@@ -168,12 +168,19 @@ def build_day_edges(
     edges.coalesce(4).write.mode("overwrite").parquet(edges_uri)
     quarantined.coalesce(1).write.mode("overwrite").parquet(quarantine_uri)
 
-    written_edges = spark.read.parquet(edges_uri)
-    written_quarantine = spark.read.parquet(quarantine_uri)
+    # Read back with the schemas just written: inferring them would cost a Spark job each.
+    written_edges = spark.read.schema(edges.schema).parquet(edges_uri)
+    written_quarantine = spark.read.schema(quarantined.schema).parquet(quarantine_uri)
     by_rule = {r["rule"]: int(r["count"]) for r in written_edges.groupBy("rule").count().collect()}
-    by_reason = {
-        r["reason"]: int(r["count"]) for r in written_quarantine.groupBy("reason").count().collect()
-    }
+    reasons = (
+        written_quarantine.groupBy("reason")
+        .agg(
+            F.count(F.lit(1)).alias("count"),
+            F.count(F.when(F.col("revokes_edges"), 1)).alias("revoking"),
+        )
+        .collect()
+    )
+    by_reason = {r["reason"]: int(r["count"]) for r in reasons}
     top = [
         {
             "key_type": r["key_type"],
@@ -187,13 +194,13 @@ def build_day_edges(
     ]
     present = alt_id_kinds_present(events)
     return EdgesSummary(
-        profiles=spark.read.parquet(profiles_uri).count(),
+        profiles=spark.read.schema(PROFILES_SCHEMA).parquet(profiles_uri).count(),
         keys=keys.select("key_type", "key").distinct().count(),
         edges=sum(by_rule.values()),
         edges_by_rule=by_rule,
         quarantined_keys=sum(by_reason.values()),
         quarantined_by_reason=by_reason,
-        revoking_keys=written_quarantine.where("revokes_edges").count(),
+        revoking_keys=sum(int(r["revoking"]) for r in reasons),
         top_quarantined=top,
         edges_uri=edges_uri,
         quarantine_uri=quarantine_uri,
