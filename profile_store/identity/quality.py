@@ -110,31 +110,29 @@ def _measure(profiles: DataFrame) -> IdentityQuality:
         .join(component, "master")
         .join(person, "person_id")
     )
-    pair_groups = linkable.groupBy("group").agg(F.count(F.lit(1)).alias("n"))
-    pair_cells = linkable.groupBy("group", "master").agg(F.count(F.lit(1)).alias("n"))
-    # Four one-row aggregates in one action: one result job instead of four, and the component
-    # sizes (read by two of them) shuffled once.
-    aggregates = (
-        cells.agg(
-            _pairs(F.col("n")).alias("true_predicted"),
-            F.sum(F.col("n") * F.col("n") / F.col("size")).alias("bcubed_p"),
-            F.sum(F.col("n") * F.col("n") / F.col("person_size")).alias("bcubed_r"),
-            F.sum("n").alias("profiles"),
-        )
-        .unionByName(component.agg(_pairs(F.col("size")).alias("predicted")), True)
-        .unionByName(pair_groups.agg(_pairs(F.col("n")).alias("linkable")), True)
-        .unionByName(pair_cells.agg(_pairs(F.col("n")).alias("linked")), True)
+    totals = cells.agg(
+        _pairs(F.col("n")).alias("true_predicted"),
+        F.sum(F.col("n") * F.col("n") / F.col("size")).alias("bcubed_p"),
+        F.sum(F.col("n") * F.col("n") / F.col("person_size")).alias("bcubed_r"),
+        F.sum("n").alias("profiles"),
+    ).first()
+    predicted = component.agg(_pairs(F.col("size"))).first()[0]
+    linkable_pairs = (
+        linkable.groupBy("group").agg(F.count(F.lit(1)).alias("n")).agg(_pairs(F.col("n")))
+    ).first()[0]
+    linked = (
+        linkable.groupBy("group", "master")
+        .agg(F.count(F.lit(1)).alias("n"))
+        .agg(_pairs(F.col("n")))
+        .first()[0]
     )
-    found: dict = {}
-    for row in aggregates.collect():
-        found.update((name, value) for name, value in row.asDict().items() if value is not None)
-    count = int(found.get("profiles") or 0)
+    count = int(totals["profiles"] or 0)
     return IdentityQuality(
         profiles=count,
-        predicted_pairs=int(found["predicted"]),
-        true_predicted_pairs=int(found["true_predicted"]),
-        linkable_pairs=int(found["linkable"]),
-        linked_linkable_pairs=int(found["linked"]),
-        bcubed_precision=float(found.get("bcubed_p") or 0) / count if count else 1.0,
-        bcubed_recall=float(found.get("bcubed_r") or 0) / count if count else 1.0,
+        predicted_pairs=int(predicted),
+        true_predicted_pairs=int(totals["true_predicted"]),
+        linkable_pairs=int(linkable_pairs),
+        linked_linkable_pairs=int(linked),
+        bcubed_precision=float(totals["bcubed_p"] or 0) / count if count else 1.0,
+        bcubed_recall=float(totals["bcubed_r"] or 0) / count if count else 1.0,
     )
