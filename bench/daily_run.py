@@ -27,7 +27,8 @@ process during the new day. As a yardstick that does not depend on the machine's
 then counts the exact distinct users per app and event type over the same landing files, and
 the run's CPU-seconds are given as a multiple of DuckDB's. ``--list-jobs`` lists every Spark
 job of the new day with its step and call site. On a shared machine wall seconds follow its
-load (printed); CPU-seconds and job counts hardly do::
+load (printed), CPU-seconds less so but they grow too when the cores are oversubscribed; job
+counts do not depend on it::
 
     .venv/bin/python bench/daily_run.py --whole-graph --days 1 --events-per-day 1000000
 """
@@ -287,8 +288,8 @@ def whole_graph_day(
     )
     print(
         f"Load average (1 min) at the new day's start and end: {load_before[0]:.1f}, "
-        f"{load_after[0]:.1f} ({os.cpu_count()} cores): wall seconds are as noisy as that load; "
-        "CPU-seconds and job counts are not"
+        f"{load_after[0]:.1f} ({os.cpu_count()} cores): wall seconds follow that load, "
+        "CPU-seconds less so, job counts not at all"
     )
     print()
     print_cost_tables(run, everything)
