@@ -17,14 +17,25 @@ from pathlib import Path
 
 import pyspark
 
-from profile_store.launchers.apache_hbase import HBASE_VERSION, ApacheHBase
+from profile_store.cli.argument_types import name_value, positive_number
+from profile_store.launchers.apache_hbase import HBASE_VERSION, THRIFT_IDLE_TIMEOUT, ApacheHBase
 from profile_store.launchers.child_processes import wait_for_interrupt
 from profile_store.launchers.spark_standalone import SparkStandalone
 
 
+def thrift_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The Thrift server's properties from ``--thrift-setting`` and ``--thrift-idle-timeout``."""
+    settings = dict(args.thrift_setting)
+    if args.thrift_idle_timeout is not None:
+        settings[THRIFT_IDLE_TIMEOUT] = str(round(args.thrift_idle_timeout * 1000))
+    return settings
+
+
 def run_apache_hbase(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    with ApacheHBase(args.data_dir, thrift_port=args.port) as hbase:
+    with ApacheHBase(
+        args.data_dir, thrift_port=args.port, thrift_settings=thrift_settings(args)
+    ) as hbase:
         print(
             f"Apache HBase {hbase.version} up in {time.monotonic() - started:.0f} s "
             f"(data and logs in {hbase.data_dir}); point the pipeline at it with:\n"
@@ -64,6 +75,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hbase.add_argument("--data-dir", type=Path, default=Path("data/apache-hbase"))
     hbase.add_argument("--port", type=int, default=9090, help="Thrift port (default 9090)")
+    hbase.add_argument(
+        "--thrift-idle-timeout",
+        type=positive_number,
+        metavar="SECONDS",
+        help="close a Thrift connection that sent nothing for this long (HBase's default: 60)",
+    )
+    hbase.add_argument(
+        "--thrift-setting",
+        type=name_value,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a configuration property of the Thrift server, e.g. "
+        "hbase.thrift.minWorkerThreads=32 (repeatable)",
+    )
     hbase.set_defaults(func=run_apache_hbase)
     spark = servers.add_parser(
         "spark-standalone",
