@@ -150,6 +150,7 @@ def test_batches_acknowledged_but_not_yet_applied_are_in_the_backup(tmp_path):
     try:
         upkeep = [pid for pid in child_pids(gateway.pid) if not _listens(pid)]
         assert len(upkeep) == 1, "the upkeep process is the one child without the listener"
+        assert wait_for(lambda: len(set(read_counters(gateway.data_dir))) == 1)  # bulk applied
         os.kill(upkeep[0], signal.SIGSTOP)  # nothing is applied from the pending log now
         try:
             connection = happybase.Connection(**gateway.connection_kwargs())
