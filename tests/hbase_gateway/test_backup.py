@@ -13,11 +13,13 @@ import threading
 from pathlib import Path
 
 import happybase
+import pytest
 from gateway_sockets import wait_for
 
 from profile_store.hbase_gateway.data_dir import DB_FILE
 from profile_store.hbase_gateway.pending import read_counters
 from profile_store.hbase_gateway.process import EmbeddedGateway, child_pids
+from profile_store.hbase_gateway.store_lock import held_exclusively
 
 REPO = Path(__file__).resolve().parents[2]
 FAMILIES = {"cf": {"max_versions": 1}, "h": {"max_versions": 3}}
@@ -205,6 +207,17 @@ def test_a_restore_is_refused_while_a_gateway_has_the_store_open(tmp_path):
         )
         connection.close()
         assert stored(gateway) == expected(2)  # untouched
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_gateway_started_during_a_restore_exits_with_the_reason(tmp_path, workers):
+    with held_exclusively(tmp_path):  # what a restore holds while it replaces the store
+        started = profiles("--data-dir", str(tmp_path), "--port", "0", "--workers", workers)
+    assert started.returncode == 1
+    assert started.stderr == (
+        f"hbase-gateway: {tmp_path}: a restore is replacing this store; start the gateway once "
+        "it is done\n"
+    )
 
 
 def test_a_restore_over_a_stopped_store_needs_replace(tmp_path):
