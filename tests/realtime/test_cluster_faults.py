@@ -16,7 +16,6 @@ import random
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import happybase
@@ -33,7 +32,6 @@ from profile_store.event_bus.topics import ensure_topic
 from profile_store.lake.layout import SUCCESS_MARKER, landing_day
 from profile_store.lake.storage import LocalLakeStorage
 from profile_store.launchers.apache_hbase import ApacheHBase
-from profile_store.launchers.kafka_broker import KafkaStartError
 from profile_store.launchers.kafka_cluster import KafkaCluster
 from profile_store.profiles.live_cells import day_end_ms
 from profile_store.profiles.reads import ProfileReader
@@ -42,20 +40,6 @@ from profile_store.profiles.table import ensure_table
 SHOP_KEY = "fault-shop-key-0123456789"
 EVENT_TYPES = ("click", "purchase", "view_item", "open")
 DRAIN_BOUND_S = 300  # only against hanging forever
-
-
-@pytest.fixture(scope="module")
-def kafka_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    cluster = KafkaCluster(tmp_path_factory.mktemp("kafka-cluster"), nodes=3)
-    refused = None
-    try:
-        cluster.start()
-    except KafkaStartError as error:
-        refused = str(error).splitlines()[0]
-    if refused is not None:
-        pytest.fail(refused, pytrace=False)
-    yield cluster
-    cluster.kill()
 
 
 def cluster_bus(cluster: KafkaCluster, topic: str) -> EventBusSettings:
