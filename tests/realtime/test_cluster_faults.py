@@ -52,9 +52,9 @@ def stream_env(bus: EventBusSettings, **more: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PROFILES_KAFKA_")}
     return {
         **env,
+        **more,
         "PROFILES_KAFKA_BOOTSTRAP_SERVERS": bus.bootstrap_servers,
         "PROFILES_KAFKA_TOPIC": bus.topic,
-        **more,
     }
 
 
@@ -161,19 +161,18 @@ def test_a_broker_killed_under_the_path_loses_and_repeats_no_accepted_event(
     admin = AdminClient({"bootstrap.servers": bus.bootstrap_servers})
     leader = admin.list_topics(bus.topic, timeout=30).topics[bus.topic].partitions[0].leader
     victim = kafka_cluster.nodes[leader - 1]
-    commands = Commands(tmp_path, stream_env(bus))
+    commands = Commands(tmp_path, stream_env(bus, **kafka_cluster.environment()))
     accepted: list[tuple[bytes, bytes]] = []
     refused: list[tuple[bytes, bytes]] = []
     accepted_while_down = 0
     try:
-        url = commands.serve(
-            "serve", "--tenants", str(tenants), "--hbase-host", gateway.host,
-            "--hbase-port", str(gateway.port),
-        )  # fmt: skip
+        hbase = ("--hbase-host", gateway.host, "--hbase-port", str(gateway.port))
+        url = commands.serve("serve", "--tenants", str(tenants), *hbase)
         commands.start(
-            "sink", "stream", "lake-sink", "--lake", str(lake), "--group-id", f"sink-{bus.topic}",
-            "--lateness-seconds", "0", "--flush-seconds", "0.5",
-        )  # fmt: skip
+            "sink",
+            *("stream", "lake-sink", "--lake", str(lake), "--group-id", f"sink-{bus.topic}"),
+            *("--lateness-seconds", "0", "--flush-seconds", "0.5"),
+        )
         commands.start(
             "live", *live_args(tmp_path, gateway.host, gateway.port, prefix, f"live-{bus.topic}")
         )
