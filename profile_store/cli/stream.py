@@ -168,6 +168,13 @@ def add_live_parser(commands: Any) -> argparse.ArgumentParser:
         default=LiveProfilesConfig.max_poll_messages,
         help="most messages applied as one batch (default %(default)s)",
     )
+    live.add_argument(
+        "--hbase-retry-seconds",
+        type=positive_number,
+        default=LiveProfilesConfig.hbase_retry_seconds,
+        help="a batch HBase refuses is applied again, with backoff, for this long before the "
+        "job exits 1; its offsets are committed only once it is written (default %(default)s)",
+    )
     add_metrics_options(live, "lag, events applied, batch time")
     live.add_argument("--log-level", default="INFO", help="Python logging level (default INFO)")
     add_hbase_options(live)
@@ -283,6 +290,7 @@ def run_live_profiles(args: argparse.Namespace) -> int:
             half_life_days=args.half_life_days,
             key_types=key_types_from_env(),
             max_poll_messages=args.max_batch,
+            hbase_retry_seconds=args.hbase_retry_seconds,
         )
         storage = LakeSettings.from_env(root=args.lake).storage()
     except InputError as error:

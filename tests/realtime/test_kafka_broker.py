@@ -1,5 +1,5 @@
 """The project's Apache Kafka: one KRaft node from Maven Central jars, restartable over its data
-directory, and a clear one-line refusal without Java 17 or Maven."""
+directory, and a clear one-line refusal without Java 17 or Maven; a cluster's directory."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ from profile_store.launchers.kafka_broker import (
     kafka_jars,
     require_java,
 )
+from profile_store.launchers.kafka_cluster import KafkaCluster
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -143,3 +144,16 @@ def test_without_maven_the_first_resolution_is_refused_naming_the_package(tmp_pa
         kafka_jars()
     assert "\n" not in str(refused.value)
     assert "apt-get install -y maven" in str(refused.value)
+
+
+def test_a_cluster_directory_keeps_its_nodes_ports_and_id_and_refuses_another_node_count(
+    tmp_path,
+):
+    first = KafkaCluster(tmp_path, nodes=3)
+    again = KafkaCluster(tmp_path, nodes=3)
+
+    assert (again.cluster_id, again.ports) == (first.cluster_id, first.ports)
+    assert len({port for ports in first.ports.values() for port in ports}) == 6
+    assert first.voters.count("@127.0.0.1:") == 3
+    with pytest.raises(ValueError, match="holds a cluster of 3 nodes, not 2"):
+        KafkaCluster(tmp_path, nodes=2)
