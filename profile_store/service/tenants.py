@@ -221,16 +221,22 @@ class _KeyReader:
                 raise TenantConfigError(f"{where}: environment variable {reference} is not set")
             key = self.environ[reference]
         elif source == "key_file":
-            try:
-                key = (self.base_dir / reference).read_text(encoding="utf-8").rstrip("\r\n")
-            except (OSError, UnicodeDecodeError) as exc:
-                reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-                raise TenantConfigError(f"{where}: cannot read {reference}: {reason}") from None
+            key = self._read_file(reference, where)
         else:
             key = reference
         if not key:
             raise TenantConfigError(f"{where}: the key is empty")
         return _long_enough(key, where)
+
+    def _read_file(self, reference: str, where: str) -> str:
+        """The key in the file, without its trailing newline."""
+        try:
+            return (self.base_dir / reference).read_text(encoding="utf-8").rstrip("\r\n")
+        except UnicodeDecodeError:
+            reason = "not UTF-8 text"
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+        raise TenantConfigError(f"{where}: cannot read {reference}: {reason}")
 
 
 def _long_enough(key: str, where: str) -> str:
