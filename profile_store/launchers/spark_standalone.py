@@ -171,7 +171,8 @@ class SparkStandalone:
             except OSError as error:  # not listening yet
                 last_error = error
             time.sleep(0.5)
+        cause = "" if last_error is None else f" ({last_error!r})"
         raise ClusterStartError(
-            f"{failure} within {self.start_timeout:g} s ({last_error!r}; a busy machine may "
-            f"need a longer start timeout, --start-timeout):\n{self.log_tail()}"
+            f"{failure} within {self.start_timeout:g} s{cause}; a busy machine may need a longer "
+            f"start timeout (--start-timeout):\n{self.log_tail()}"
         )

@@ -95,8 +95,8 @@ def test_a_master_not_up_within_the_start_timeout_is_refused_saying_what_it_wait
     with pytest.raises(ClusterStartError) as refused:
         cluster.start()
     assert str(refused.value).startswith(
-        "the master's status page did not answer within 0 s (None; a busy machine may need a "
-        "longer start timeout, --start-timeout):"
+        "the master's status page did not answer within 0 s; a busy machine may need a "
+        "longer start timeout (--start-timeout):"
     )
 
 
