@@ -51,6 +51,7 @@ SLOWEST_FIRST = (
     "orchestration/test_launched_runs.py",
     "real_spark",
     "realtime",
+    "launchers",
     "profile_assets/test_empty_days.py",
     "conformance",
     "orchestration/test_postgres_instance.py",

@@ -10,6 +10,7 @@ pause longer than that before the first HBase call of every step that makes one.
 from __future__ import annotations
 
 import contextlib
+import shutil
 import time
 from collections.abc import Iterator
 from datetime import date
@@ -23,6 +24,7 @@ from profile_assets.definitions import daily_assets, defs
 from profile_store.generator.lake import generate_lake
 from profile_store.hbase.pool import hbase_pool
 from profile_store.hbase.settings import HBaseSettings
+from profile_store.lake.layout import LANDING
 from profile_store.launchers.apache_hbase import THRIFT_IDLE_TIMEOUT, ApacheHBase
 from resources import resources_from_env
 from resources.hbase import HBaseResource
@@ -84,9 +86,13 @@ class IdlingHBase(HBaseResource):
 def test_a_whole_day_runs_with_pauses_past_the_thrift_servers_idle_timeout(
     spark, short_idle_port: int, tmp_path
 ) -> None:
-    generate_lake(tmp_path, 1, 3_000, seed=11, start_date=date.fromisoformat(DAY))
+    # The landing files alone, as in test_pipeline_on_apache_hbase: the checks judge what the
+    # pipeline wrote to HBase, not a small generated day against its answer key.
+    generated, lake = tmp_path / "generated", tmp_path / "lake"
+    generate_lake(generated, 1, 3_000, seed=11, start_date=date.fromisoformat(DAY))
+    shutil.copytree(generated / LANDING, lake / LANDING)
     environment = {
-        "PROFILES_LAKE_ROOT": str(tmp_path),
+        "PROFILES_LAKE_ROOT": str(lake),
         "SPARK_SHUFFLE_PARTITIONS": "2",
         "HBASE_THRIFT_HOST": "127.0.0.1",
         "HBASE_THRIFT_PORT": str(short_idle_port),
