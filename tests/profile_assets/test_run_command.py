@@ -134,6 +134,10 @@ def test_a_real_range_whose_first_day_fails_names_the_failed_step_and_the_unrun_
     assert completed.returncode == 1
     assert "FAILED, step failed: raw_events" in completed.stdout
     assert "not run: 2026-11-02 (1 day)" in completed.stdout
+    # A fresh home got the laptop instance: none of Dagster's banners about a missing one.
+    assert "installed the laptop instance" in completed.stdout
+    assert "No dagster instance configuration file" not in completed.stderr
+    assert "telemetry" not in completed.stderr.lower()
 
 
 def _day_line(outcome: DayRun) -> str:
