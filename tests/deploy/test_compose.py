@@ -1,5 +1,6 @@
-"""``deploy/compose.yaml`` and the image's roles (``deploy/entrypoint.sh``), checked without a
-container: the roles run in this virtualenv, as they run in the image's.
+"""``deploy/compose.yaml``, ``deploy/compose.dev.yaml`` and the image's roles
+(``deploy/entrypoint.sh``), checked without a container: the roles run in this virtualenv, as
+they run in the image's.
 
 Every service runs a role of the entrypoint whose command, with the service's arguments, is a
 real command of the installed project (its ``--help`` answers); every service has a health
@@ -14,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -24,8 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 ENTRYPOINT = REPO / "deploy" / "entrypoint.sh"
 IMAGE_ENTRYPOINT = "/opt/profiles/deploy/entrypoint.sh"
 BIN = Path(sys.executable).parent
-COMPOSE = yaml.safe_load((REPO / "deploy" / "compose.yaml").read_text())
-SERVICES = COMPOSE["services"]
+PLATFORM = yaml.safe_load((REPO / "deploy" / "compose.yaml").read_text())["services"]
+DEVELOPMENT = yaml.safe_load((REPO / "deploy" / "compose.dev.yaml").read_text())["services"]
+SERVICES = {**PLATFORM, **DEVELOPMENT}
 LONG_RUNNING = {
     "code-server",
     "webserver",
@@ -53,12 +56,18 @@ def run(command: list[str]) -> subprocess.CompletedProcess:
     )
 
 
-def test_the_compose_file_runs_every_long_running_service_and_the_development_servers():
-    assert set(SERVICES) == LONG_RUNNING | {"kafka", "apache-hbase"}
-    assert {name for name, service in SERVICES.items() if "dev" in service.get("profiles", [])} == {
-        "kafka",
-        "apache-hbase",
-    }
+def test_the_compose_file_runs_every_long_running_service():
+    assert set(PLATFORM) == LONG_RUNNING
+
+
+def test_the_development_compose_file_runs_kafka_and_apache_hbase():
+    assert set(DEVELOPMENT) == {"kafka", "apache-hbase"}
+
+
+def test_every_service_runs_the_image_of_the_packages_version():
+    version = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["version"]
+    tags = {service["image"].rsplit(":", 1)[1] for service in SERVICES.values()}
+    assert tags == {version}, tags
 
 
 @pytest.mark.parametrize("name", sorted(SERVICES))
