@@ -2,8 +2,9 @@
 # them) on Debian bookworm with Python 3.11 and Java 17, the project installed with its
 # postgres extra, pyspark's own Spark classes, and the jars Spark needs for an S3 lake
 # (hadoop-aws and its AWS SDK) resolved from Maven Central at build time. Build it with
-#   podman build -t adtech-profiles .
-# (deploy/base-image.sh first on a machine that reaches Debian's archive but no registry).
+#   podman build -t localhost/adtech-profiles:VERSION .
+# (deploy/base-image.sh first on a machine that reaches Debian's archive but no registry;
+# docs/deploying.md has the steps).
 ARG BASE_IMAGE=docker.io/library/debian:bookworm-slim
 
 # Python 3.11 and Java 17 from Debian; the man directory that openjdk's set-up writes into
@@ -16,7 +17,8 @@ RUN mkdir -p /usr/share/man/man1 \
     && rm -rf /var/lib/apt/lists/*
 
 # The project in a virtualenv of its own: dependencies first (a layer that changes only with
-# pyproject.toml; the README it names is the real one from the next step on), then the code; Maven resolves the S3A jars into the jar cache.
+# pyproject.toml; the README it names is the real one from the next step on), then the code;
+# Maven resolves the S3A jars into the jar cache (~/.m2 cached between builds).
 FROM runtime-base AS build
 RUN apt-get update \
     && apt-get install -y --no-install-recommends maven \
@@ -55,12 +57,11 @@ RUN --mount=type=cache,target=/root/.m2 \
     fi
 
 FROM runtime-base AS runtime
-RUN useradd --system --uid 10001 --create-home --home-dir /home/profiles profiles \
+RUN useradd --uid 10001 --create-home --home-dir /home/profiles profiles \
     && mkdir -p /var/lib/dagster /var/lib/profiles \
     && chown profiles:profiles /var/lib/dagster /var/lib/profiles
 COPY --from=build /opt/profiles /opt/profiles
 COPY --from=build /var/cache/adtech-profiles /var/cache/adtech-profiles
-COPY workspace.yaml /opt/profiles/
 COPY deploy/workspace.grpc.yaml deploy/entrypoint.sh /opt/profiles/deploy/
 COPY examples/dagster.yaml /opt/profiles/examples/
 COPY --chown=profiles:profiles examples/dagster.yaml /var/lib/dagster/dagster.yaml
