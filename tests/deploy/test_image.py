@@ -97,20 +97,22 @@ def test_the_image_holds_the_s3a_jars_without_maven(image):
 @pytest.fixture
 def code_server(image) -> Iterator[tuple[str, int]]:
     port = free_port()
-    started = podman(
-        "run",
-        "-d",
-        "--network",
-        "host",
-        *host_limits(),
-        "-e",
-        f"DAGSTER_CODE_SERVER_PORT={port}",
-        image,
-        "code-server",
-    )
-    assert started.returncode == 0, started.stderr
-    container = started.stdout.strip()
+    container = f"adtech-profiles-code-server-{port}"
     try:
+        started = podman(
+            "run",
+            "-d",
+            "--name",
+            container,
+            "--network",
+            "host",
+            *host_limits(),
+            "-e",
+            f"DAGSTER_CODE_SERVER_PORT={port}",
+            image,
+            "code-server",
+        )
+        assert started.returncode == 0, started.stderr
         yield container, port
     finally:
         podman("rm", "-f", container)
