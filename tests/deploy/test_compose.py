@@ -5,16 +5,18 @@ they run in the image's.
 Every service runs a role of the entrypoint whose command, with the service's arguments, is a
 real command of the installed project (its ``--help`` answers); every service has a health
 check whose probe is a real command too; the probes tell a listening service from a missing
-one; and the service's own health check passes against ``profiles serve`` started through its
-role.
+one; and the health checks of the service and the gateway pass against the processes their
+roles start.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+import time
 import tomllib
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -54,6 +56,11 @@ def run(command: list[str]) -> subprocess.CompletedProcess:
     return subprocess.run(
         in_this_venv(command), capture_output=True, text=True, env=venv_env(), timeout=120
     )
+
+
+def with_port(probe: list[str], url: str) -> list[str]:
+    """A health check's probe pointed at ``url`` instead of the port the image uses."""
+    return [re.sub(r"^http://127\.0\.0\.1:\d+", url, part) for part in probe]
 
 
 def test_the_compose_file_runs_every_long_running_service():
@@ -117,7 +124,27 @@ def test_the_services_health_check_passes_once_its_role_serves(
     command = [*SERVICES["serve"]["command"], "--port", "0", "--metrics-port", "0"]
     command = [str(REPO / "examples" / "tenants.json") if "/secrets/" in c else c for c in command]
     url, _ = serve_process([str(ENTRYPOINT), *command])
-    probe = SERVICES["serve"]["healthcheck"]["test"][1:]
-    probe = [re.sub(r"^http://127\.0\.0\.1:\d+", url, part) for part in probe]
-    completed = run(probe)
+    completed = run(with_port(SERVICES["serve"]["healthcheck"]["test"][1:], url))
     assert completed.returncode == 0, completed.stderr
+
+
+def test_the_gateways_health_check_passes_once_its_role_serves(tmp_path):
+    ready = tmp_path / "ready.json"
+    command = [*SERVICES["hbase-gateway"]["command"], "--host", "127.0.0.1", "--port", "0"]
+    command += ["--metrics-port", "0", "--workers", "1", "--ready-file", str(ready)]
+    env = {**venv_env(), "PROFILES_HBASE_DATA_DIR": str(tmp_path / "hbase")}
+    with (tmp_path / "gateway.log").open("wb") as log:
+        gateway = subprocess.Popen([str(ENTRYPOINT), *command], env=env, stderr=log)
+    try:
+        deadline = time.monotonic() + 60
+        while not ready.exists():
+            assert gateway.poll() is None, (tmp_path / "gateway.log").read_text()
+            assert time.monotonic() < deadline, "the gateway wrote no ready file in 60 s"
+            time.sleep(0.2)
+        metrics_port = json.loads(ready.read_text())["metrics_port"]
+        probe = SERVICES["hbase-gateway"]["healthcheck"]["test"][1:]
+        completed = run(with_port(probe, f"http://127.0.0.1:{metrics_port}"))
+        assert completed.returncode == 0, completed.stderr
+    finally:
+        gateway.terminate()
+        gateway.wait(timeout=30)
