@@ -23,11 +23,14 @@ each asset is derived from how it depends on its inputs:
 As in ``AutomationCondition.eager()``: a partition is requested once per change of its inputs
 (since it was last requested or materialized), a run that materialized an input and then the
 asset leaves nothing to do, and nothing starts while an input or the partition itself is in a
-run or backfill. A whole day's run (tagged ``WHOLE_DAY_RUN_TAGS``: the landing sensor's, the
-schedule's, ``profiles run`` and the demo) never triggers the same day's assets: it recomputed
-them. Without the tag, a tick that reads the run's events while one of its steps is being
-recorded can see an input updated and the asset neither updated nor in progress, and request
-a second run of that day (seen after a landing-sensor run). Unlike
+run or backfill. A whole day's run (tagged ``WHOLE_DAY_RUN_TAGS``: every run of
+``daily_pipeline``, whose job tag it is, from the landing sensor, the schedule, the launchpad,
+a job backfill, ``profiles run`` or the demo) never triggers the same day's assets: it
+recomputed them. Without the tag, a tick that reads the run's events while one of its steps is
+being recorded can see an input updated and the asset neither updated nor in progress, and
+request a second run of that day (seen after a landing-sensor run). A run of the asset graph
+that selected the asset itself (*Materialize all*) needs no tag: an input it updated is
+``executed_with_root_target`` and does not trigger. Unlike
 ``eager()``, any day may trigger, not only the latest one, and missing partitions are left to
 the landing sensor: turning automation on over a lake requests nothing until something changes.
 """
