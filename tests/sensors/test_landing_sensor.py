@@ -68,20 +68,18 @@ def ingest_in_a_run(instance, day: str, digest: str, succeed: bool = True) -> No
 
 
 def run_of_the_day(
-    instance,
-    day: str,
-    status: DagsterRunStatus,
-    job_name: str = daily_pipeline.name,
-    assets: frozenset[AssetKey] | None = None,
+    instance, day: str, status: DagsterRunStatus, assets: list[str] | None = None
 ) -> DagsterRun:
-    """A run record of ``day`` in ``status``, as the UI, a backfill or the sensor leaves it."""
+    """A run record of ``day`` in ``status``, as the UI, a backfill or the sensor leaves it: of
+    ``daily_pipeline``, or with ``assets`` of the asset graph's job materializing those."""
+    job_name = daily_pipeline.name if assets is None else "__ASSET_JOB"
     return instance.add_run(
         DagsterRun(
             job_name=job_name,
             run_id=f"run-of-{day}-{job_name}",
             status=status,
             tags={"dagster/partition": day},
-            asset_selection=assets,
+            asset_selection=None if assets is None else frozenset(map(AssetKey, assets)),
         )
     )
 
@@ -187,13 +185,7 @@ def test_a_run_of_raw_events_alone_not_started_yet_holds_its_day_and_the_skip_sa
 ):
     land(tmp_path, "2026-11-01", 0, 100)
     with DagsterInstance.ephemeral() as instance:
-        run_of_the_day(
-            instance,
-            "2026-11-01",
-            DagsterRunStatus.NOT_STARTED,
-            job_name="__ASSET_JOB",
-            assets=frozenset({AssetKey("raw_events")}),
-        )
+        run_of_the_day(instance, "2026-11-01", DagsterRunStatus.NOT_STARTED, ["raw_events"])
         (skip,), cursor = evaluate(tmp_path, instance=instance)
     assert isinstance(skip, SkipReason)
     assert "2026-11-01 (run run-of-2026-11-01-__ASSET_JOB)" in skip.skip_message
@@ -203,13 +195,7 @@ def test_a_run_of_raw_events_alone_not_started_yet_holds_its_day_and_the_skip_sa
 def test_a_run_of_other_assets_of_the_day_does_not_hold_it(tmp_path):
     land(tmp_path, "2026-11-01", 0, 100)
     with DagsterInstance.ephemeral() as instance:
-        run_of_the_day(
-            instance,
-            "2026-11-01",
-            DagsterRunStatus.STARTED,
-            job_name="__ASSET_JOB",
-            assets=frozenset({AssetKey("attribute_stats")}),
-        )
+        run_of_the_day(instance, "2026-11-01", DagsterRunStatus.STARTED, ["attribute_stats"])
         requests, _ = evaluate(tmp_path, instance=instance)
     assert [r.partition_key for r in requests] == ["2026-11-01"]
 
