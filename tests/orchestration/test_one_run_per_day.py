@@ -11,7 +11,7 @@ in file order, each on what the previous ones did:
 1. day 1 launched from ``daily_pipeline``'s launchpad and day 2 with the asset graph's
    *Materialize all* (every daily asset and its checks, one partition), both through the
    webserver's GraphQL: the first waits at the gate, the second in the queue (one run of the
-   location at a time);
+   location at a time); the launchpad's run carries the job's whole-day tag;
 2. the landing sensor, switched on, ticks over both days without a run request and without
    marking them seen;
 3. the gate opens and both runs succeed; after the second ended, the landing sensor and the
@@ -27,7 +27,7 @@ import json
 import time
 
 import pytest
-from dagster import DagsterEventType, RunsFilter
+from dagster import DagsterEventType, DagsterRunStatus, RunsFilter
 from dagster_services import EVERY_ASSET, PRODUCTION_INSTANCE, REPO, over_generated_lake
 from held_location import GATE_VARIABLE, OPEN
 
@@ -101,6 +101,9 @@ def test_runs_launched_from_the_ui_wait_at_the_gate_and_in_the_queue(dagster):
     wait_at_the_gate(dagster)
     with dagster.instance() as instance:
         launchpad_run = instance.get_run_by_id(dagster.ui_runs[DAYS[0]])
+        materialize_all_run = instance.get_run_by_id(dagster.ui_runs[DAYS[1]])
+    assert launchpad_run.status == DagsterRunStatus.STARTED
+    assert materialize_all_run.status == DagsterRunStatus.QUEUED
     assert WHOLE_DAY_RUN_TAGS.items() <= launchpad_run.tags.items()
 
 
@@ -133,4 +136,6 @@ def test_after_the_runs_and_more_ticks_each_day_has_exactly_its_one_run(dagster)
     }
     with dagster.instance() as instance:
         assert instance.get_backfills() == []
-    assert set(json.loads(landing[0]["cursor"])) == set(DAYS)
+    cursors = [tick["cursor"] for tick in landing if tick["cursor"]]
+    assert cursors, landing
+    assert set(json.loads(cursors[0])) == set(DAYS)

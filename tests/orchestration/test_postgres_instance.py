@@ -89,7 +89,8 @@ def test_a_run_launched_through_the_webserver_waits_queued_while_the_first_runs(
     launched = dagster.launch_asset_run(["raw_events"], DAY)
     dagster.launched_run = launched
     first = dagster.sensor_run
-    dagster.wait_for_runs(RunsFilter(run_ids=[first, launched]), 2)
+    # A whole day on a busy 2-core host has taken more than the default 10 minutes.
+    dagster.wait_for_runs(RunsFilter(run_ids=[first, launched]), 2, timeout_s=1800)
     first_ended = dagster.event_time(first, DagsterEventType.RUN_SUCCESS)
     queued = dagster.event_time(launched, DagsterEventType.RUN_ENQUEUED)
     dequeued = dagster.event_time(launched, DagsterEventType.RUN_STARTING)
