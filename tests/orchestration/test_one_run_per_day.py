@@ -81,6 +81,16 @@ def runs_of(dagster, day: str) -> list[str]:
         ]
 
 
+def who_launched(dagster, run_ids: list[str]) -> str:
+    """Each run's job, assets and tags: which sensor, backfill or user launched it."""
+    with dagster.instance() as instance:
+        runs = [instance.get_run_by_id(run_id) for run_id in run_ids]
+    return "\n".join(
+        f"{run.run_id} {run.job_name} {sorted(map(str, run.asset_selection or []))} {run.tags}"
+        for run in runs
+    )
+
+
 def wait_at_the_gate(dagster, timeout_s: float = 300) -> None:
     """Until a run worker waits at the gate."""
     deadline = time.monotonic() + timeout_s
@@ -131,9 +141,10 @@ def test_after_the_runs_and_more_ticks_each_day_has_exactly_its_one_run(dagster)
     )
     landing = dagster.wait_for_ticks("landing_sensor", TICKS, after=ended)
     dagster.wait_for_ticks("automation_sensor", TICKS, after=ended)
-    assert {day: runs_of(dagster, day) for day in DAYS} == {
-        day: [run_id] for day, run_id in dagster.ui_runs.items()
-    }
+    runs = {day: runs_of(dagster, day) for day in DAYS}
+    assert runs == {day: [run_id] for day, run_id in dagster.ui_runs.items()}, who_launched(
+        dagster, [run_id for ids in runs.values() for run_id in ids]
+    )
     with dagster.instance() as instance:
         assert instance.get_backfills() == []
     cursors = [tick["cursor"] for tick in landing if tick["cursor"]]
