@@ -875,7 +875,7 @@ async function drawChart(tree, seq) {
   }
   axis.append(
     svg("line", { x1: left, x2: left, y1: 0, y2: height, class: "axis" }),
-    svg("text", { x: 12, y: height / 2, class: "axis-label", transform: `rotate(-90 12 ${height / 2})` }, "users"),
+    svg("text", { x: 14, y: height / 2, class: "axis-label", transform: `rotate(-90 14 ${height / 2})` }, "users"),
   );
   chart.append(axis);
   days.forEach((d, i) => {
