@@ -21,13 +21,17 @@ each asset is derived from how it depends on its inputs:
   not cascade into their activations and profiles.
 
 As in ``AutomationCondition.eager()``: a partition is requested once per change of its inputs
-(since it was last requested or materialized), a run that materialized an input and then the
+(since it was last requested, materialized or in a run: a run that will compute it covers the
+changes before it), a run that materialized an input and then the
 asset leaves nothing to do, and nothing starts while an input or the partition itself is in a
-run or backfill. A whole day's run (tagged ``WHOLE_DAY_RUN_TAGS``: the landing sensor's, the
-schedule's, ``profiles run`` and the demo) never triggers the same day's assets: it recomputed
-them. Without the tag, a tick that reads the run's events while one of its steps is being
-recorded can see an input updated and the asset neither updated nor in progress, and request
-a second run of that day (seen after a landing-sensor run). Unlike
+run or backfill. A whole day's run (tagged ``WHOLE_DAY_RUN_TAGS``: every run of
+``daily_pipeline``, whose job tag it is, from the landing sensor, the schedule, the launchpad,
+a job backfill, ``profiles run`` or the demo) never triggers the same day's assets: it
+recomputed them. Without the tag, a tick that reads the run's events while one of its steps is
+being recorded can see an input updated and the asset neither updated nor in progress, and
+request a second run of that day (seen after a landing-sensor run). A run of the asset graph
+that selected the asset itself (*Materialize all*) needs no tag: an input it updated is
+``executed_with_root_target`` and does not trigger. Unlike
 ``eager()``, any day may trigger, not only the latest one, and missing partitions are left to
 the landing sensor: turning automation on over a lake requests nothing until something changes.
 """
@@ -76,6 +80,22 @@ def _same_day_input_updated() -> AutomationCondition:
     ).with_label("any_same_day_input_updated")
 
 
+def _handled() -> AutomationCondition:
+    """``since_last_handled()``'s reset, and a run (queued or running) that will compute the
+    partition: it reads the inputs when its step runs.
+
+    Without it, an input updated while the partition waited in a run (a trailing window's
+    earlier day, run just before) stayed pending, and a tick that saw the partition materialized
+    (no longer in progress) before it saw the materialization as new requested it again.
+    """
+    return (
+        AutomationCondition.newly_requested()
+        | AutomationCondition.newly_updated()
+        | AutomationCondition.initial_evaluation()
+        | AutomationCondition.in_progress()
+    ).with_label("handled_or_in_a_run")
+
+
 def recompute_with_inputs(spec: AssetSpec, day_root: AssetKey) -> AutomationCondition | None:
     """The condition of one daily asset, from its dependencies (None for ``day_root`` itself).
 
@@ -109,7 +129,7 @@ def recompute_with_inputs(spec: AssetSpec, day_root: AssetKey) -> AutomationCond
     day_landed = AutomationCondition.asset_matches(
         day_root, ~AutomationCondition.missing()
     ).with_label(f"{day_root.to_user_string()}_of_the_day_present")
-    condition = updated.since_last_handled() & day_landed
+    condition = updated.since(_handled()) & day_landed
     if same_day:
         inputs = AssetSelection.assets(*same_day)
         condition = condition & ~AutomationCondition.any_deps_missing().allow(inputs)

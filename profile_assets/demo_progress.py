@@ -6,12 +6,17 @@ finishes, with its seconds:
 
       raw_events                        4.1 s
       check raw_events_ids              passed   0.6 s
+
+A check that did not pass says ``FAILED``, or ``WARNED`` when its severity is a warning (the day
+goes on); one that had nothing to measure says ``unjudged``; each with a ``why:`` line under it.
+Keys an asset quarantined get a ``note:`` line.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping
 from typing import TextIO
 
 from dagster import (
@@ -22,6 +27,8 @@ from dagster import (
     colored_console_logger,
     logger,
 )
+
+from profile_assets.check_results import NOTHING_TO_JUDGE
 
 
 class StepProgressHandler(logging.Handler):
@@ -42,19 +49,24 @@ class StepProgressHandler(logging.Handler):
         kind = event.event_type
         if kind == DagsterEventType.ASSET_MATERIALIZATION:
             self._labels[event.step_key] = f"{event.asset_key.to_user_string():<34}"
+            metadata = event.event_specific_data.materialization.metadata
+            note = quarantine_note(metadata)
+            if note:
+                self._reasons[event.step_key] = note
         elif kind == DagsterEventType.ASSET_CHECK_EVALUATION:
             evaluation = event.event_specific_data
-            outcome = "passed" if evaluation.passed else "FAILED"
-            self._labels[event.step_key] = f"check {evaluation.check_name:<28}{outcome:>7} "
-            if not evaluation.passed and evaluation.description:
-                # The measured values against their limits, under the check's line.
-                self._reasons[event.step_key] = evaluation.description
+            outcome = check_outcome(evaluation.passed, evaluation.severity, evaluation.metadata)
+            self._labels[event.step_key] = f"check {evaluation.check_name:<28}{outcome:>8} "
+            if outcome != "passed" and evaluation.description:
+                # The measured values against their limits (or why there were none), under the
+                # check's line.
+                self._reasons[event.step_key] = f"why: {evaluation.description}"
         elif kind == DagsterEventType.STEP_SUCCESS:
             label = self._labels.pop(event.step_key, f"{event.step_key:<34}")
             seconds = event.event_specific_data.duration_ms / 1000
             self._write(f"{label}{seconds:6.1f} s")
             if event.step_key in self._reasons:
-                self._write(f"  why: {self._reasons.pop(event.step_key)}")
+                self._write(f"  {self._reasons.pop(event.step_key)}")
         elif kind == DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
             cause = error.message.strip().splitlines()[-1] if error else "see the run's logs"
@@ -63,6 +75,38 @@ class StepProgressHandler(logging.Handler):
     def _write(self, line: str) -> None:
         self._out.write(f"{self._indent}{line}\n")
         self._out.flush()
+
+
+def check_outcome(passed: bool, severity: AssetCheckSeverity, metadata: Mapping) -> str:
+    """``passed``, ``FAILED``, ``WARNED`` (a warning-severity check that did not pass: the day
+    goes on) or ``unjudged`` (a pass with nothing to measure)."""
+    if not passed:
+        return "WARNED" if severity == AssetCheckSeverity.WARN else "FAILED"
+    return "unjudged" if NOTHING_TO_JUDGE in metadata else "passed"
+
+
+def quarantine_note(metadata: Mapping) -> str | None:
+    """The keys an asset quarantined (shared logins, placeholders), worth a line: from now on
+    they link nobody. The largest three are named."""
+    count = _value(metadata.get("quarantined_keys"))
+    if not count:
+        return None
+    by_reason = _value(metadata.get("quarantined_by_reason")) or {}
+    reasons = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(by_reason.items()))
+    top = _value(metadata.get("top_quarantined")) or []
+    named = ", ".join(
+        f"{key['key_type']} {key['key']!r} ({key['profiles']:,} profiles)" for key in top[:3]
+    )
+    return (
+        f"note: {count:,} key{'s' if count != 1 else ''} quarantined"
+        + (f" ({reasons})" if reasons else "")
+        + (f", e.g. {named}" if named else "")
+    )
+
+
+def _value(entry: object) -> object:
+    """A metadata entry's value (Dagster wraps them), or the plain value."""
+    return getattr(entry, "value", entry)
 
 
 def step_progress_logger(out: TextIO = sys.stdout) -> LoggerDefinition:
@@ -105,6 +149,11 @@ def run_partition(job, day: str | None, instance, tags: dict[str, str] | None = 
         if not e.passed and e.severity == AssetCheckSeverity.WARN
     }
     checks = {e.check_name: e.passed for e in evaluations if e.check_name not in warned}
+    unjudged = {
+        e.check_name: e.description or ""
+        for e in evaluations
+        if e.passed and NOTHING_TO_JUDGE in e.metadata
+    }
     return {
         "success": result.success,
         "failed_steps": [event.step_key for event in result.get_step_failure_events()],
@@ -112,4 +161,5 @@ def run_partition(job, day: str | None, instance, tags: dict[str, str] | None = 
         "assets": materialized,
         "checks": checks,
         "warnings": warned,
+        "unjudged": unjudged,
     }

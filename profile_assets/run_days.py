@@ -6,7 +6,11 @@ day partition, every asset and check, recorded in the Dagster instance of ``$DAG
 with its logs. The days run in order, each in this process (one Spark session for all). The
 first failed day (a failed step or check) stops the range, since every later day folds into its
 state, and the days left unrun are named; ``--keep-going`` runs every day and names each failed
-one with its failed steps and checks at the end. Either way a failed day is exit 1. A day outside
+one with its failed steps and checks at the end. Either way a failed day is exit 1. A check of
+warning severity that did not pass (``identity_bridging_kinds``) is printed as ``WARNED`` with
+its reason and named in the day's line, but the day counts as done (exit 0); so is a check that
+had nothing to judge (``unjudged``). Only a day whose every check passed on something says
+"every check passed". A day outside
 the partitions (before ``PROFILES_START_DATE``, or not over yet) is refused before anything runs.
 
     profiles run 2026-11-01                 # one day
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -29,6 +34,8 @@ from typing import TextIO
 from profile_store.cli.argument_types import iso_date
 
 DEFAULT_HOME = ".dagster_home"
+LOCAL_INSTANCE = Path(__file__).resolve().parents[1] / "examples" / "dagster.local.yaml"
+"""The laptop instance file, where the project is checked out (an editable install)."""
 
 
 class PartitionOutOfRange(ValueError):
@@ -63,6 +70,26 @@ def dagster_home() -> Path:
     return home
 
 
+def install_local_instance(home: Path, template: Path = LOCAL_INSTANCE) -> str:
+    """Give a home without ``dagster.yaml`` the laptop instance (one run of the code location at
+    a time, telemetry off), as ``make ui`` and ``make demo`` do; a home with one keeps it.
+
+    Without it Dagster would print its missing-configuration warning and telemetry banner, and
+    runs launched from the UI over this home could write two days at once. Returns what was
+    done, for the user.
+    """
+    target = home / "dagster.yaml"
+    if target.exists():
+        return f"its instance: {target}"
+    if not template.is_file():
+        return (
+            f"no {target}: Dagster's defaults apply (several runs at once); copy the project's "
+            "examples/dagster.local.yaml there for one run at a time"
+        )
+    shutil.copyfile(template, target)
+    return f"installed the laptop instance ({template.name}: one run at a time, telemetry off)"
+
+
 @dataclass(frozen=True)
 class DayRun:
     """What one day's run came to: its run id, failed steps and failed checks."""
@@ -73,10 +100,31 @@ class DayRun:
     """Dagster's verdict on the run: False when a step failed, or the run itself."""
     failed_steps: list[str] = field(default_factory=list)
     failed_checks: list[str] = field(default_factory=list)
+    warned_checks: list[str] = field(default_factory=list)
+    """Warning-severity checks that did not pass: said, but the day counts as done."""
+    unjudged_checks: list[str] = field(default_factory=list)
+    """Checks that passed with nothing to measure (e.g. no answer key for your own data)."""
 
     @property
     def failed(self) -> bool:
         return not self.succeeded or bool(self.failed_steps or self.failed_checks)
+
+    def checks_said(self) -> str:
+        """ "every check passed" only when each one did, with something to judge; else what
+        warned and what had nothing to judge, by name."""
+        if not self.warned_checks and not self.unjudged_checks:
+            return "every check passed"
+        parts = []
+        if self.warned_checks:
+            parts.append(
+                f"{_counted(self.warned_checks, 'check')} warned: {', '.join(self.warned_checks)}"
+            )
+        if self.unjudged_checks:
+            parts.append(
+                f"{_counted(self.unjudged_checks, 'check')} had nothing to judge: "
+                f"{', '.join(self.unjudged_checks)}"
+            )
+        return "; ".join(parts) + ", the others passed"
 
     def failures(self) -> str:
         """ "step audience_sketches failed; checks failed: raw_events_ids" (empty: none)."""
@@ -106,7 +154,7 @@ def run_days(
         seconds = time.monotonic() - started
         if not outcome.failed:
             print(
-                f"{day}: run {outcome.run_id} succeeded, every check passed ({seconds:.1f}s)",
+                f"{day}: run {outcome.run_id} succeeded, {outcome.checks_said()} ({seconds:.1f}s)",
                 file=out,
                 flush=True,
             )
@@ -136,6 +184,10 @@ def run_days(
     return 0
 
 
+def _counted(names: list[str], noun: str) -> str:
+    return f"{len(names)} {noun}{'s' if len(names) != 1 else ''}"
+
+
 def _span(days: list[date]) -> str:
     return str(days[0]) if len(days) == 1 else f"{days[0]} .. {days[-1]}"
 
@@ -151,7 +203,8 @@ def run(first: date, last: date | None, keep_going: bool = False) -> int:
     days = days_between(first, last or first)
     check_partitions(days, daily_partitions.get_partition_keys())
     home = dagster_home()
-    print(f"Dagster home: {home} (the UI shows these runs: make ui)", flush=True)
+    installed = install_local_instance(home)
+    print(f"Dagster home: {home}, {installed} (the UI shows these runs: make ui)", flush=True)
     instance = DagsterInstance.get()
     job = defs.resolve_job_def("daily_pipeline")
 
@@ -163,6 +216,8 @@ def run(first: date, last: date | None, keep_going: bool = False) -> int:
             succeeded=outcome["success"],
             failed_steps=outcome["failed_steps"],
             failed_checks=[name for name, passed in outcome["checks"].items() if not passed],
+            warned_checks=sorted(outcome["warnings"]),
+            unjudged_checks=sorted(outcome["unjudged"]),
         )
 
     return run_days(days, run_day, keep_going, sys.stdout)

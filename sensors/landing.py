@@ -11,6 +11,7 @@ from dagster import (
     DefaultScheduleStatus,
     DefaultSensorStatus,
     RunRequest,
+    RunsFilter,
     SensorEvaluationContext,
     SkipReason,
     build_schedule_from_partitioned_job,
@@ -25,10 +26,15 @@ from profile_store.lake.landing_watch import changed_days, complete_days
 from resources.lake import LakeResource
 from sensors.interval import sensor_interval_seconds
 
+# Every run of the job is a whole day's run, however launched: the launchpad and a job backfill
+# (which send no tags of their own) as well as the sensor and the schedule below. Without the
+# job's tag, the automation sensor could read a launchpad run between two of its steps and
+# request the day's downstream assets again.
 daily_pipeline = define_asset_job(
     "daily_pipeline",
     selection=AssetSelection.all() - AssetSelection.groups("privacy"),
     partitions_def=daily_partitions,
+    tags=WHOLE_DAY_RUN_TAGS,
     description="Every daily asset and its checks for one UTC day.",
 )
 
@@ -56,6 +62,32 @@ def already_ingested(instance: DagsterInstance, day: str, digest: str) -> bool:
     )
 
 
+RAW_EVENTS = AssetKey("raw_events")
+# Queued, or dequeued and not ended: a run of the day that may still write raw_events.
+IN_PROGRESS = [
+    DagsterRunStatus.QUEUED,
+    DagsterRunStatus.NOT_STARTED,
+    DagsterRunStatus.STARTING,
+    DagsterRunStatus.STARTED,
+]
+
+
+def runs_in_progress_by_day(instance: DagsterInstance) -> dict[str, str]:
+    """Each day with a run of ``daily_pipeline``, or a run materializing ``raw_events``, that is
+    queued or in progress, with that run's id.
+
+    Such a run ingests the day (or is about to): a run of the sensor's own would be a second
+    run of the same day, writing the same lake files and tables.
+    """
+    days = {}
+    for run in instance.get_runs(RunsFilter(statuses=IN_PROGRESS)):
+        day = run.tags.get("dagster/partition")
+        ingests = run.job_name == daily_pipeline.name or RAW_EVENTS in (run.asset_selection or ())
+        if day and ingests:
+            days[day] = run.run_id
+    return days
+
+
 @sensor(
     job=daily_pipeline,
     minimum_interval_seconds=sensor_interval_seconds(),
@@ -64,7 +96,8 @@ def already_ingested(instance: DagsterInstance, day: str, digest: str) -> bool:
         "Watches landing/date=*/ (local directory or S3 prefix). A day whose complete files "
         "(written before its _SUCCESS marker) changed gets one run of daily_pipeline; the run "
         "key is the digest of those files, so the same files never trigger twice, and a day "
-        "whose latest successful run already read them (the demo, a UI run) is skipped."
+        "whose latest successful run already read them (the demo, a UI run) is skipped. A day "
+        "with a run in progress (queued or started) waits for a tick after that run."
     ),
 )
 def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
@@ -75,10 +108,17 @@ def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
         yield SkipReason("no new complete landing files")
         return
     valid = set(daily_partitions.get_partition_keys())
-    covered = []
+    in_progress = runs_in_progress_by_day(context.instance)
+    covered, waiting = [], []
+    requested = False
     for day in changed:
         if day.day not in valid:
             context.log.info(f"landing day {day.day} is not a partition yet; will retry")
+            continue
+        if day.day in in_progress:
+            # Not marked seen: once the run has recorded what it read, a later tick runs the
+            # day again only if its files changed meanwhile (already_ingested).
+            waiting.append(f"{day.day} (run {in_progress[day.day]})")
             continue
         seen[day.day] = day.digest
         if rewritten_landing_digest(storage, day.day) == day.digest:
@@ -88,6 +128,7 @@ def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
         if already_ingested(context.instance, day.day, day.digest):
             covered.append(day.day)
             continue
+        requested = True
         yield RunRequest(
             run_key=f"{day.day}:{day.digest}",
             partition_key=day.day,
@@ -100,6 +141,11 @@ def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
     if covered:
         context.log.info(f"already ingested by another run, not run again: {', '.join(covered)}")
     context.update_cursor(json.dumps(seen, sort_keys=True))
+    if waiting:
+        reason = f"a run of the day is in progress, retried next tick: {', '.join(waiting)}"
+        context.log.info(reason)
+        if not requested:
+            yield SkipReason(reason)
 
 
 daily_schedule = build_schedule_from_partitioned_job(

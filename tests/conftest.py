@@ -50,7 +50,9 @@ REPO = Path(__file__).resolve().parents[1]
 SLOWEST_FIRST = (
     "orchestration/test_launched_runs.py",
     "real_spark",
+    "deploy",
     "realtime",
+    "launchers",
     "profile_assets/test_empty_days.py",
     "conformance",
     "orchestration/test_postgres_instance.py",

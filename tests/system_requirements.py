@@ -85,6 +85,12 @@ REQUIREMENTS = (
         lambda: shutil.which("npm"),
     ),
     Requirement(
+        "podman, runc and debootstrap",
+        "the image tests build the repository's Dockerfile and run its roles",
+        "install them first (Debian: apt-get install -y podman runc debootstrap)",
+        lambda: all(shutil.which(tool) for tool in ("podman", "runc", "debootstrap")),
+    ),
+    Requirement(
         "the project's current entry points",
         "profiles run is registered in pyproject.toml",
         "install the project again (pip install -e '.[dev,postgres]'; make test does)",

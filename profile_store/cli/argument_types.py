@@ -75,6 +75,14 @@ def share(text: str) -> float:
     return value
 
 
+def name_value(text: str) -> tuple[str, str]:
+    """An argument type: ``NAME=VALUE`` (a server's configuration property)."""
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"expected NAME=VALUE, got {text!r}")
+    return name.strip(), value
+
+
 _ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 

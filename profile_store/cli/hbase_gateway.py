@@ -2,7 +2,10 @@
 
 This is also the gateway process's own program (``python -m profile_store.cli.hbase_gateway``,
 what ``hbase_gateway.process.EmbeddedGateway`` starts): its options, and how one process or a
-supervisor of worker processes is put together from the gateway's parts.
+supervisor of worker processes is put together from the gateway's parts; and ``backup`` and
+``restore`` of its store. Exit codes as the other commands' (``conventions``, not imported here:
+happybase would cost the gateway's start half a second): 1 for a store refused or a backup or
+restore that failed, 2 for a missing ``--data-dir``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import logging
 import os
 import signal
 import socket
+import sqlite3
 import sys
 import threading
 from collections.abc import Callable
@@ -25,6 +29,7 @@ from profile_store.cli.argument_types import (
     positive_number,
     whole_number,
 )
+from profile_store.hbase_gateway.backup import BackupError, backup, restore
 from profile_store.hbase_gateway.bounds import (
     DEFAULT_MAX_FRAME_BYTES,
     DEFAULT_MAX_STRING_BYTES,
@@ -35,6 +40,7 @@ from profile_store.hbase_gateway.compaction import (
     DEFAULT_INTERVAL_S,
     DEFAULT_QUIET_S,
 )
+from profile_store.hbase_gateway.health import DEFAULT_LIVENESS_TIMEOUT_S, GatewayHealth
 from profile_store.hbase_gateway.metrics import GatewayCollector, GatewayMetrics, metrics_server
 from profile_store.hbase_gateway.server import (
     DEFAULT_IDLE_TIMEOUT_S,
@@ -45,13 +51,21 @@ from profile_store.hbase_gateway.server import (
     bind_listener,
 )
 from profile_store.hbase_gateway.store import DEFERRED_BATCH_MUTATIONS, Store
+from profile_store.hbase_gateway.store_format import StoreFormatError
+from profile_store.hbase_gateway.store_lock import StoreInUse
 from profile_store.hbase_gateway.workers import Supervisor, default_workers, start_upkeep
 
 logger = logging.getLogger("profile_store.hbase_gateway")
 
 
-def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    parser.add_argument("--data-dir", required=True, type=Path, help="directory of the store")
+def configure_parser(
+    parser: argparse.ArgumentParser, data_dir_required: bool = True
+) -> argparse.ArgumentParser:
+    """The gateway's options; ``data_dir_required=False`` where sub-commands follow (each with
+    its own ``--data-dir``), then ``run`` checks it."""
+    parser.add_argument(
+        "--data-dir", required=data_dir_required, type=Path, help="directory of the store"
+    )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument(
         "--port", type=port_number, default=9090, help="TCP port; 0 picks a free one (default 9090)"
@@ -97,8 +111,16 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         type=port_number,
         default=None,
         metavar="PORT",
-        help="serve Prometheus metrics at http://HOST:PORT/metrics; 0 picks a free port "
-        "(default: off)",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics, and the liveness and "
+        "readiness probes /healthz and /readyz; 0 picks a free port (default: off)",
+    )
+    parser.add_argument(
+        "--liveness-timeout",
+        type=positive_number,
+        default=DEFAULT_LIVENESS_TIMEOUT_S,
+        metavar="SECONDS",
+        help="/healthz answers 503 once an accept loop (of a worker, or the supervisor's) has "
+        "not come back for this long; a loop turns at least every second (default %(default)s)",
     )
     parser.add_argument(
         "--workers",
@@ -167,29 +189,101 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    """Register the ``hbase-gateway`` sub-command on the ``profiles`` CLI."""
+    """Register the ``hbase-gateway`` sub-command on the ``profiles`` CLI, with its ``backup``
+    and ``restore`` commands."""
     parser = subparsers.add_parser(
         "hbase-gateway",
         help="serve HBase's Thrift-1 API (happybase) from an embedded durable store",
         description=(
             "Embedded HBase Thrift-1 gateway: unmodified happybase clients talk to it as to "
-            "HBase's Thrift server. SIGTERM shuts it down gracefully."
+            "HBase's Thrift server. SIGTERM shuts it down gracefully. `backup` and `restore` "
+            "copy its store."
         ),
     )
-    return configure_parser(parser)
+    configure_parser(parser, data_dir_required=False)
+    commands = parser.add_subparsers(dest="gateway_command", metavar="COMMAND")
+    backup_parser = commands.add_parser(
+        "backup",
+        help="copy the store into one file while gateways serve and write it",
+        description="Copy the store of --data-dir, as of one moment, into a new SQLite file "
+        "while gateways serve it (every write acknowledged before the command started is in "
+        "it). Restore it with `profiles hbase-gateway restore`.",
+    )
+    backup_parser.add_argument(
+        "--data-dir", required=True, type=Path, help="directory of the store"
+    )
+    backup_parser.add_argument(
+        "--to", required=True, type=Path, metavar="FILE", help="the backup file (must not exist)"
+    )
+    backup_parser.set_defaults(func=run_backup)
+    restore_parser = commands.add_parser(
+        "restore",
+        help="make a backup the store of a data directory no gateway runs on",
+        description="Copy a backup made by `profiles hbase-gateway backup` into --data-dir as "
+        "its store. Refused while a gateway has the store there open, and over an existing "
+        "store unless --replace.",
+    )
+    restore_parser.add_argument(
+        "--from", dest="source", required=True, type=Path, metavar="FILE", help="the backup file"
+    )
+    restore_parser.add_argument(
+        "--data-dir", required=True, type=Path, help="directory of the store to restore into"
+    )
+    restore_parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="overwrite the store already in --data-dir (what it holds is lost)",
+    )
+    restore_parser.set_defaults(func=run_restore)
+    return parser
+
+
+def run_backup(args: argparse.Namespace) -> int:
+    try:
+        report = backup(args.data_dir, args.to)
+    except (BackupError, StoreFormatError, sqlite3.Error, OSError) as error:
+        print(f"profiles hbase-gateway backup: {error}", file=sys.stderr)
+        return 1
+    print(
+        f"backed up {args.data_dir} to {report.path} ({report.size_bytes} bytes; "
+        f"{report.applied_batches} acknowledged batches applied to the copy)"
+    )
+    return 0
+
+
+def run_restore(args: argparse.Namespace) -> int:
+    try:
+        store = restore(args.source, args.data_dir, replace=args.replace)
+    except (BackupError, StoreFormatError, StoreInUse, OSError) as error:
+        print(f"profiles hbase-gateway restore: {error}", file=sys.stderr)
+        return 1
+    print(f"restored {args.source} into {store}")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.data_dir is None:
+        print("profiles hbase-gateway: --data-dir is required", file=sys.stderr)
+        return 2
     if not logging.getLogger().handlers:
         logging.basicConfig(
             level=args.log_level.upper(),
             format="%(asctime)s %(levelname)s %(name)s: %(message)s",
             stream=sys.stderr,
         )
-    if args.workers > 1:
-        return _run_workers(args)
+    try:
+        if args.workers > 1:
+            return _run_workers(args)
+        return _run_one_process(args)
+    except (StoreFormatError, StoreInUse) as error:
+        print(f"hbase-gateway: {error}", file=sys.stderr)
+        return 1
+
+
+def _run_one_process(args: argparse.Namespace) -> int:
     metrics = GatewayMetrics(1)
     recorder = metrics.recorder(0)
+    health = GatewayHealth(1, args.liveness_timeout)
     store = Store(args.data_dir, deferred_batch_mutations=args.defer_batches_from)
     store.on_compacted = recorder.compacted
     metrics_listener = None
@@ -204,6 +298,8 @@ def run(args: argparse.Namespace) -> int:
             idle_timeout_s=args.idle_timeout,
             bounds=WireBounds(args.max_frame_size, args.max_string_size),
             metrics=recorder,
+            on_turn=lambda: health.beat(0),
+            on_stop=lambda: health.stopped(0),
         )
         metrics_listener = _bind_metrics(args)
     except BaseException:
@@ -214,7 +310,7 @@ def run(args: argparse.Namespace) -> int:
     if args.exit_with_stdin:
         threading.Thread(target=_shutdown_on_eof, args=(server,), daemon=True).start()
     stop_metrics = _serve_metrics(
-        metrics_listener, GatewayCollector(metrics, server.slots, args.data_dir, 1)
+        metrics_listener, GatewayCollector(metrics, server.slots, args.data_dir, 1), health
     )
     _log_listening(args, server.address, 1, metrics_listener)
     if args.ready_file is not None:
@@ -237,12 +333,13 @@ def _bind_metrics(args: argparse.Namespace) -> socket.socket | None:
 
 
 def _serve_metrics(
-    listener: socket.socket | None, collector: GatewayCollector
+    listener: socket.socket | None, collector: GatewayCollector, health: GatewayHealth
 ) -> Callable[[], None]:
-    """Serve ``/metrics`` on a thread of this process; returns the function that stops it."""
+    """Serve ``/metrics``, ``/healthz`` and ``/readyz`` on a thread of this process; returns
+    the function that stops it."""
     if listener is None:
         return lambda: None
-    server = metrics_server(listener, collector)
+    server = metrics_server(listener, collector, health)
     serving = threading.Thread(
         target=server.serve_forever, name="hbase-gateway-metrics", daemon=True
     )

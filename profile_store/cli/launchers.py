@@ -3,6 +3,7 @@
 ```
 python -m profile_store.cli.launchers apache-hbase [--data-dir DIR] [--port 9090]
 python -m profile_store.cli.launchers spark-standalone [--work-dir DIR] [--cores 2] [--memory 2g]
+    [--start-timeout 300]
 ```
 
 Each prints the environment variables that point the pipeline at the server once it is up.
@@ -17,14 +18,29 @@ from pathlib import Path
 
 import pyspark
 
-from profile_store.launchers.apache_hbase import HBASE_VERSION, ApacheHBase
+from profile_store.cli.argument_types import name_value, positive_number
+from profile_store.launchers.apache_hbase import HBASE_VERSION, THRIFT_IDLE_TIMEOUT, ApacheHBase
 from profile_store.launchers.child_processes import wait_for_interrupt
-from profile_store.launchers.spark_standalone import SparkStandalone
+from profile_store.launchers.spark_standalone import (
+    DEFAULT_START_TIMEOUT,
+    ClusterStartError,
+    SparkStandalone,
+)
+
+
+def thrift_settings(args: argparse.Namespace) -> dict[str, str]:
+    """The Thrift server's properties from ``--thrift-setting`` and ``--thrift-idle-timeout``."""
+    settings = dict(args.thrift_setting)
+    if args.thrift_idle_timeout is not None:
+        settings[THRIFT_IDLE_TIMEOUT] = str(round(args.thrift_idle_timeout * 1000))
+    return settings
 
 
 def run_apache_hbase(args: argparse.Namespace) -> int:
     started = time.monotonic()
-    with ApacheHBase(args.data_dir, thrift_port=args.port) as hbase:
+    with ApacheHBase(
+        args.data_dir, thrift_port=args.port, thrift_settings=thrift_settings(args)
+    ) as hbase:
         print(
             f"Apache HBase {hbase.version} up in {time.monotonic() - started:.0f} s "
             f"(data and logs in {hbase.data_dir}); point the pipeline at it with:\n"
@@ -38,16 +54,38 @@ def run_apache_hbase(args: argparse.Namespace) -> int:
 
 
 def run_spark_standalone(args: argparse.Namespace) -> int:
-    with SparkStandalone(args.work_dir, cores=args.cores, memory=args.memory) as cluster:
+    cluster = SparkStandalone(
+        args.work_dir, cores=args.cores, memory=args.memory, start_timeout=args.start_timeout
+    )
+    try:
+        cluster.start()
+    except ClusterStartError as error:
+        print(f"spark-standalone: {error}", file=sys.stderr)
+        return 1
+    try:
         print(
             f"Spark {pyspark.__version__} standalone: master {cluster.master_url}, status page "
             f"http://127.0.0.1:{cluster.webui_port}/ (logs in {args.work_dir}); run the pipeline "
-            f"on it with:\nSPARK_MASTER={cluster.master_url}\nCtrl-C stops it.",
+            "on it with (SPARK_LOCAL_IP: the driver binds an address the executors reach):\n"
+            + " ".join(f"{k}={v}" for k, v in cluster.environment().items())
+            + "\nCtrl-C stops it.",
             flush=True,
         )
         wait_for_interrupt()
         print("stopping the Spark cluster ...", flush=True)
+    finally:
+        cluster.stop()
     return 0
+
+
+def positive_seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        seconds = 0.0
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+    return seconds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,6 +102,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     hbase.add_argument("--data-dir", type=Path, default=Path("data/apache-hbase"))
     hbase.add_argument("--port", type=int, default=9090, help="Thrift port (default 9090)")
+    hbase.add_argument(
+        "--thrift-idle-timeout",
+        type=positive_number,
+        metavar="SECONDS",
+        help="close a Thrift connection that sent nothing for this long (HBase's default: 60)",
+    )
+    hbase.add_argument(
+        "--thrift-setting",
+        type=name_value,
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a configuration property of the Thrift server, e.g. "
+        "hbase.thrift.minWorkerThreads=32 (repeatable)",
+    )
     hbase.set_defaults(func=run_apache_hbase)
     spark = servers.add_parser(
         "spark-standalone",
@@ -73,6 +126,13 @@ def build_parser() -> argparse.ArgumentParser:
     spark.add_argument("--work-dir", type=Path, default=Path("data/spark-standalone"))
     spark.add_argument("--cores", type=int, default=2, help="the worker's cores (default 2)")
     spark.add_argument("--memory", default="2g", help="the worker's memory (default 2g)")
+    spark.add_argument(
+        "--start-timeout",
+        type=positive_seconds,
+        default=DEFAULT_START_TIMEOUT,
+        metavar="SECONDS",
+        help="how long the master, then the worker, may take to come up (default %(default)g)",
+    )
     spark.set_defaults(func=run_spark_standalone)
     return parser
 

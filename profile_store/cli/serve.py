@@ -75,7 +75,9 @@ def configure_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser
         "--tenants",
         type=Path,
         required=True,
-        help="tenants JSON: API keys and the app_ids each may query (see examples/tenants.json)",
+        help="tenants JSON: the app_ids each tenant may query and its API keys, or the "
+        "environment variables (key_env) or files (key_file) holding them (see "
+        "examples/tenants.json)",
     )
     parser.add_argument(
         "--lake",

@@ -16,6 +16,7 @@ import logging
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -63,7 +64,11 @@ from profile_store.realtime.live_profiles import (
     LiveProfiles,
     LiveProfilesConfig,
 )
-from profile_store.realtime.sink_metrics import ConsumerMetrics
+from profile_store.realtime.sink_metrics import (
+    DEFAULT_LIVENESS_TIMEOUT_S,
+    ConsumerHealth,
+    ConsumerMetrics,
+)
 from profile_store.realtime.stream_lag import group_lag
 from profile_store.suppression.salted_digests import Suppression
 
@@ -163,6 +168,13 @@ def add_live_parser(commands: Any) -> argparse.ArgumentParser:
         default=LiveProfilesConfig.max_poll_messages,
         help="most messages applied as one batch (default %(default)s)",
     )
+    live.add_argument(
+        "--hbase-retry-seconds",
+        type=positive_number,
+        default=LiveProfilesConfig.hbase_retry_seconds,
+        help="a batch HBase refuses is applied again, with backoff, for this long before the "
+        "job exits 1; its offsets are committed only once it is written (default %(default)s)",
+    )
     add_metrics_options(live, "lag, events applied, batch time")
     live.add_argument("--log-level", default="INFO", help="Python logging level (default INFO)")
     add_hbase_options(live)
@@ -175,24 +187,34 @@ def add_metrics_options(parser: argparse.ArgumentParser, measured: str) -> None:
     parser.add_argument(
         "--metrics-port",
         type=port_number,
-        help=f"serve Prometheus metrics ({measured}) at /metrics on this port, without a key "
-        "(0 picks a free one; default: none)",
+        help=f"serve Prometheus metrics ({measured}) at /metrics on this port, without a key, "
+        "and the liveness and readiness probes /healthz and /readyz (0 picks a free one; "
+        "default: none)",
     )
     parser.add_argument(
         "--metrics-host",
         default="127.0.0.1",
         help="address of the metrics listener (default %(default)s: this machine only)",
     )
+    parser.add_argument(
+        "--liveness-timeout",
+        type=positive_number,
+        default=DEFAULT_LIVENESS_TIMEOUT_S,
+        metavar="SECONDS",
+        help="the metrics listener's /healthz answers 503 once the consume loop has not come "
+        "back for this long (default %(default)s)",
+    )
 
 
 def _start(
-    args: argparse.Namespace, name: str, command: str
+    args: argparse.Namespace, name: str, command: str, needs_hbase: bool = False
 ) -> tuple[ConsumerMetrics | None, Any, threading.Event] | None:
-    """The consumer's metrics and their listener (both None without ``--metrics-port``), and
-    the event SIGTERM or Ctrl-C sets; None, the error printed, when the port cannot be bound."""
+    """The consumer's metrics and health and their listener (both None without
+    ``--metrics-port``), and the event SIGTERM or Ctrl-C sets (and makes the consumer not
+    ready); None, the error printed, when the port cannot be bound."""
     metrics = listener = None
     if args.metrics_port is not None:
-        metrics = ConsumerMetrics(name)
+        metrics = ConsumerMetrics(name, ConsumerHealth(args.liveness_timeout, needs_hbase))
         try:
             listener = metrics.serve(args.metrics_host, args.metrics_port)
         except OSError as error:
@@ -201,7 +223,7 @@ def _start(
                 file=sys.stderr,
             )
             return None
-    return metrics, listener, _stop_on_signals()
+    return metrics, listener, _stop_on_signals(None if metrics is None else metrics.health)
 
 
 def _segment_rules(path: str | None) -> tuple:
@@ -229,12 +251,32 @@ def _log_to_stderr(level: str) -> None:
     )
 
 
-def _stop_on_signals() -> threading.Event:
+def _stop_on_signals(health: ConsumerHealth | None) -> threading.Event:
     """Set by SIGTERM or Ctrl-C: the loop finishes the batch in hand, then returns."""
     stop = threading.Event()
+
+    def stopping(*_: object) -> None:
+        if health is not None:
+            health.stopping()
+        stop.set()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
+        signal.signal(signum, stopping)
     return stop
+
+
+def _after_step(
+    metrics: ConsumerMetrics | None, read_lag: Callable[[], int]
+) -> Callable[[], None] | None:
+    """What runs after each step of the consume loop: the liveness beat and the lag."""
+    if metrics is None:
+        return None
+
+    def after_step() -> None:
+        metrics.health.turned()
+        metrics.refresh_lag(read_lag)
+
+    return after_step
 
 
 def run_live_profiles(args: argparse.Namespace) -> int:
@@ -248,6 +290,7 @@ def run_live_profiles(args: argparse.Namespace) -> int:
             half_life_days=args.half_life_days,
             key_types=key_types_from_env(),
             max_poll_messages=args.max_batch,
+            hbase_retry_seconds=args.hbase_retry_seconds,
         )
         storage = LakeSettings.from_env(root=args.lake).storage()
     except InputError as error:
@@ -256,7 +299,7 @@ def run_live_profiles(args: argparse.Namespace) -> int:
     except (EventBusSettingsError, ValueError) as error:
         print(f"profiles stream live-profiles: {error}", file=sys.stderr)
         return EXIT_INPUT
-    started = _start(args, "live_profiles", "live-profiles")
+    started = _start(args, "live_profiles", "live-profiles", needs_hbase=True)
     if started is None:
         return EXIT_FAILURE
     metrics, listener, stop = started
@@ -265,6 +308,8 @@ def run_live_profiles(args: argparse.Namespace) -> int:
         with hbase_pool(hbase.with_overrides(pool_size=1)) as pool:
             with pool.connection() as connection:
                 ensure_table(connection, config.table_name)
+            if metrics is not None:
+                metrics.health.hbase_answered()
             logger.info(
                 "live profiles: topic %r (%d partitions) on %s into %s table %r, group %r",
                 topic.name,
@@ -280,12 +325,10 @@ def run_live_profiles(args: argparse.Namespace) -> int:
                 config,
                 suppression=lambda: Suppression.load(storage),
                 on_written=None if metrics is None else metrics.written,
+                health=None if metrics is None else metrics.health,
             )
             job.start().run(
-                stop,
-                after_step=None
-                if metrics is None
-                else lambda: metrics.refresh_lag(lambda: group_lag(settings, config.group_id)),
+                stop, after_step=_after_step(metrics, lambda: group_lag(settings, config.group_id))
             )
     except (
         TopicError,
@@ -334,11 +377,13 @@ def run_lake_sink(args: argparse.Namespace) -> int:
             config.group_id,
         )
         sink = LakeSink(
-            settings, storage, config, on_written=None if metrics is None else metrics.written
+            settings,
+            storage,
+            config,
+            on_written=None if metrics is None else metrics.written,
+            health=None if metrics is None else metrics.health,
         )
-        sink.start().run(
-            stop, after_step=None if metrics is None else lambda: metrics.refresh_lag(sink.lag)
-        )
+        sink.start().run(stop, after_step=_after_step(metrics, sink.lag))
     except (
         TopicError,
         ConsumeError,

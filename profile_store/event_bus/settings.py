@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from profile_store.settings.definitions import (
+    KAFKA_MIN_INSYNC_REPLICAS,
     KAFKA_PARTITIONS,
     KAFKA_REPLICATION_FACTOR,
     Setting,
@@ -47,12 +48,17 @@ class EventBusSettingsError(ValueError):
 
 @dataclass(frozen=True)
 class EventBusSettings:
-    """Bootstrap servers, the events topic and its shape, and extra client properties."""
+    """Bootstrap servers, the events topic and its shape, and extra client properties.
+
+    ``min_insync_replicas`` (None: the broker's default) is how many replicas must hold an
+    event before Kafka acknowledges it to the collector (``acks=all``): with 3 replicas and 2,
+    one broker may fail without an accepted event being lost or the collector refusing."""
 
     bootstrap_servers: str = DEFAULT_BOOTSTRAP_SERVERS
     topic: str = DEFAULT_TOPIC
     partitions: int = DEFAULT_PARTITIONS
     replication_factor: int = 1
+    min_insync_replicas: int | None = None
     client_properties: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -69,6 +75,14 @@ class EventBusSettings:
         ):
             if value < 1:
                 raise EventBusSettingsError(f"{name}: must be at least 1, got {value}")
+        if self.min_insync_replicas is not None and not (
+            1 <= self.min_insync_replicas <= self.replication_factor
+        ):
+            raise EventBusSettingsError(
+                f"PROFILES_KAFKA_MIN_INSYNC_REPLICAS: must be from 1 to the replication factor "
+                f"({self.replication_factor}), got {self.min_insync_replicas} (Kafka would refuse "
+                "every write)"
+            )
         for name, value in self.client_properties.items():
             if name in GUARANTEED_PROPERTIES:
                 raise EventBusSettingsError(
@@ -84,8 +98,9 @@ class EventBusSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> EventBusSettings:
         """``PROFILES_KAFKA_BOOTSTRAP_SERVERS``, ``PROFILES_KAFKA_TOPIC``,
-        ``PROFILES_KAFKA_PARTITIONS``, ``PROFILES_KAFKA_REPLICATION_FACTOR`` and
-        ``PROFILES_KAFKA_CONFIG_JSON`` (librdkafka properties, e.g. ``security.protocol``)."""
+        ``PROFILES_KAFKA_PARTITIONS``, ``PROFILES_KAFKA_REPLICATION_FACTOR``,
+        ``PROFILES_KAFKA_MIN_INSYNC_REPLICAS`` and ``PROFILES_KAFKA_CONFIG_JSON`` (librdkafka
+        properties, e.g. ``security.protocol``)."""
         env = os.environ if env is None else env
         return cls(
             bootstrap_servers=env.get(
@@ -94,6 +109,7 @@ class EventBusSettings:
             topic=env.get("PROFILES_KAFKA_TOPIC", DEFAULT_TOPIC),
             partitions=_whole_number(env, KAFKA_PARTITIONS),
             replication_factor=_whole_number(env, KAFKA_REPLICATION_FACTOR),
+            min_insync_replicas=_whole_number(env, KAFKA_MIN_INSYNC_REPLICAS),
             client_properties=_properties(env.get("PROFILES_KAFKA_CONFIG_JSON", "")),
         )
 
@@ -102,7 +118,7 @@ class EventBusSettings:
         return {"bootstrap.servers": self.bootstrap_servers, **self.client_properties, **properties}
 
 
-def _whole_number(env: Mapping[str, str], setting: Setting) -> int:
+def _whole_number(env: Mapping[str, str], setting: Setting) -> int | None:
     try:
         return setting.read(env)
     except SettingError as error:

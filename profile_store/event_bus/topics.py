@@ -1,4 +1,5 @@
-"""The events topic: created with the configured partitions, never silently re-partitioned.
+"""The events topic: created with the configured partitions, replication factor and
+``min.insync.replicas``, never silently re-partitioned.
 
 Events are keyed by user id, so a user's events share a partition and stay in order there; adding
 partitions later moves keys between partitions, so an existing topic is left as it is and its
@@ -46,13 +47,17 @@ def topic_partitions(admin: AdminClient, topic: str, timeout: float = 10.0) -> i
 
 
 def ensure_topic(settings: EventBusSettings, timeout: float = 30.0) -> TopicState:
-    """The events topic, created with ``settings.partitions`` when it does not exist yet."""
+    """The events topic, created with the settings' partitions, replication factor and
+    ``min.insync.replicas`` when it does not exist yet."""
     admin = admin_client(settings)
     existing = topic_partitions(admin, settings.topic, timeout)
     if existing is not None:
         return TopicState(settings.topic, existing, created=False)
+    config = {}
+    if settings.min_insync_replicas is not None:
+        config["min.insync.replicas"] = str(settings.min_insync_replicas)
     futures = admin.create_topics(
-        [NewTopic(settings.topic, settings.partitions, settings.replication_factor)],
+        [NewTopic(settings.topic, settings.partitions, settings.replication_factor, config=config)],
         operation_timeout=timeout,
         request_timeout=timeout,
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 import happybase
 
+from profile_store.hbase.reconnecting import ReconnectingConnection
 from profile_store.settings.definitions import HBASE_GATEWAY_WORKERS, HBASE_THRIFT_PORT
 
 TRANSPORTS = ("buffered", "framed")
@@ -46,7 +47,8 @@ class ThriftAddress:
     table_prefix: str | None = None
 
     def connect(self) -> happybase.Connection:
-        return happybase.Connection(
+        """A connection that reopens itself when the server closed it (``reconnecting``)."""
+        return ReconnectingConnection(
             host=self.host,
             port=self.port,
             transport=self.transport,

@@ -12,3 +12,6 @@ LOG_FILE = "pending.sqlite3"
 
 COUNTERS_FILE = "pending.counters"
 """Two int64, batches enqueued and applied, as the store's processes last published them."""
+
+LOCK_FILE = "store.lock"
+"""Locked shared by every process with the store open, exclusively by a restore (``store_lock``)."""

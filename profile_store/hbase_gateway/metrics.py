@@ -9,8 +9,9 @@ never go back. What is a state rather than a count (open connections, batches wa
 store's size) is read when scraped: from the connection slots, the pending log's counters and
 the data directory.
 
-The endpoint is served by a process of its own in a pre-forked gateway (the parent stays
-single-threaded, and a scrape never competes with a call), by a thread with ``--workers 1``.
+The endpoint (and beside it the liveness and readiness probes of ``health``) is served by a
+process of its own in a pre-forked gateway (the parent stays single-threaded, and a scrape never
+competes with a call), by a thread with ``--workers 1``.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from prometheus_client.utils import floatToGoString
 
 from .admission import ConnectionSlots
 from .data_dir import DB_FILE, LOG_FILE
+from .health import GatewayHealth
 from .idl import load_idl
 from .pending import read_counters
 
@@ -325,13 +327,35 @@ def _cumulative(bounds: tuple[float, ...], counts: list[float]) -> list[tuple[st
     return buckets
 
 
-def metrics_server(listener: socket.socket, collector: GatewayCollector) -> ThreadingHTTPServer:
-    """An HTTP server answering ``GET /metrics`` (any path) on the bound ``listener``;
-    run ``serve_forever()`` on a thread, ``shutdown()`` to stop."""
+def metrics_server(
+    listener: socket.socket, collector: GatewayCollector, health: GatewayHealth
+) -> ThreadingHTTPServer:
+    """An HTTP server on the bound ``listener`` answering ``GET /healthz`` and ``GET /readyz``
+    from ``health`` (200 ``ok``, or 503 and why) and ``GET /metrics`` (any other path); run
+    ``serve_forever()`` on a thread, ``shutdown()`` to stop."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
-    handler = type("GatewayMetricsHandler", (MetricsHandler.factory(registry),), {"timeout": 30})
-    server = ThreadingHTTPServer(listener.getsockname()[:2], handler, bind_and_activate=False)
+    probes = {"/healthz": health.liveness, "/readyz": health.readiness}
+
+    class GatewayMetricsHandler(MetricsHandler.factory(registry)):
+        timeout = 30
+
+        def do_GET(self) -> None:
+            probe = probes.get(self.path.partition("?")[0])
+            if probe is None:
+                super().do_GET()
+                return
+            ok, why = probe()
+            body = f"{why}\n".encode()
+            self.send_response(200 if ok else 503)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(
+        listener.getsockname()[:2], GatewayMetricsHandler, bind_and_activate=False
+    )
     server.socket.close()
     server.socket = listener
     server.daemon_threads = True

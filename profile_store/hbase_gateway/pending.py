@@ -56,6 +56,16 @@ PlannedBatch = tuple[list[StoredCell], list[tuple[bytes, int, bytes | None, int]
 """``(puts, deletes)`` of one batch, as the store plans them; puts are applied first."""
 
 
+LOG_DDL = (
+    "CREATE TABLE IF NOT EXISTS pending (seq INTEGER PRIMARY KEY, "
+    "table_id INTEGER NOT NULL, payload BLOB NOT NULL);"
+    # The rows each batch writes: a get of other rows need not wait for it.
+    "CREATE TABLE IF NOT EXISTS pending_rows (table_id INTEGER NOT NULL, "
+    "row BLOB NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (table_id, row, seq)) "
+    "WITHOUT ROWID;"
+)
+
+
 def encode_batch(batch: PlannedBatch) -> bytes:
     return pickle.dumps(batch, protocol=5)
 
@@ -78,14 +88,7 @@ class PendingLog:
         # A batch deleted from the log is zeroed in its pages (some SQLite builds default to
         # leaving deleted bytes in free space): a major compaction's purge must not leave copies.
         self._conn.execute("PRAGMA secure_delete = ON")
-        self._conn.executescript(
-            "CREATE TABLE IF NOT EXISTS pending (seq INTEGER PRIMARY KEY, "
-            "table_id INTEGER NOT NULL, payload BLOB NOT NULL);"
-            # The rows each batch writes: a get of other rows need not wait for it.
-            "CREATE TABLE IF NOT EXISTS pending_rows (table_id INTEGER NOT NULL, "
-            "row BLOB NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (table_id, row, seq)) "
-            "WITHOUT ROWID;"
-        )
+        self._conn.executescript(LOG_DDL)
         fd = os.open(data_dir / COUNTERS_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             if os.fstat(fd).st_size < 16:

@@ -22,6 +22,7 @@ import socket
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -210,12 +211,16 @@ class GatewayServer:
         slots: ConnectionSlots | None = None,
         bounds: WireBounds | None = None,
         metrics: MetricsRecorder | None = None,
+        on_turn: Callable[[], None] | None = None,
+        on_stop: Callable[[], None] | None = None,
     ) -> None:
         """``listener``: an already bound socket (a worker process's, inherited from the parent
         that bound it; ``host`` and ``port`` are then ignored); ``slots``: the connection cap
         shared with other processes (default: ``max_connections`` for this process alone);
         ``bounds``: the length bounds of calls and strings; ``metrics``: this process's
-        recorder (default: counted and never served)."""
+        recorder (default: counted and never served); ``on_turn``: called at every turn of the
+        accept loop, at least every ``poll_interval`` (liveness), ``on_stop`` once it ends,
+        before calls in flight are waited for."""
         if not idle_timeout_s > 0:
             raise ValueError(f"idle_timeout_s must be greater than 0, got {idle_timeout_s}")
         self.slots = slots if slots is not None else ConnectionSlots(max_connections)
@@ -254,6 +259,8 @@ class GatewayServer:
         weakref.finalize(self, os.close, self._wake_r)
         self._clients: dict[socket.socket, _Client] = {}
         self._clients_lock = threading.Lock()
+        self._on_turn = on_turn if on_turn is not None else lambda: None
+        self._on_stop = on_stop if on_stop is not None else lambda: None
 
     @property
     def address(self) -> str:
@@ -276,6 +283,7 @@ class GatewayServer:
         deferred = 0
         try:
             while not self._stopping.is_set():
+                self._on_turn()
                 try:
                     readable, _, _ = select.select(watched, [], [], poll_interval)
                 except (OSError, ValueError):
@@ -304,6 +312,7 @@ class GatewayServer:
                 client.setblocking(True)
                 self._admit(client, _peer(address))
         finally:
+            self._on_stop()
             self._listener.close()
             self._drain()
 

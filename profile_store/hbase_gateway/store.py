@@ -64,6 +64,8 @@ from .schema import (
     sorted_families,
     validate_table_name,
 )
+from .store_format import FORMAT_DDL, StoreFormatError, check_format
+from .store_lock import hold_shared, release
 
 Bound = tuple[bytes, bool]
 """A scan boundary: ``(row key, inclusive)``."""
@@ -162,13 +164,20 @@ class Store:
         self._clock = clock
         self.on_compacted: Callable[[bool, int], None] | None = None
         """Called after each compaction with ``(major, cell versions reclaimed)``: metrics."""
-        self._pending = PendingLog(self.data_dir, busy_timeout_ms)
+        self._lock_fd = hold_shared(self.data_dir)  # a restore cannot replace it under us
         self._writer = self._connect()
+        try:
+            check_format(self._writer, self.path)  # before anything of the store is written
+        except StoreFormatError:
+            self._writer.close()
+            release(self._lock_fd)
+            raise
+        self._pending = PendingLog(self.data_dir, busy_timeout_ms)
         self._writer.execute("PRAGMA auto_vacuum = INCREMENTAL")  # only effective on a new file
         self._writer.execute("PRAGMA journal_mode = WAL")
         self._writer.execute(f"PRAGMA wal_autocheckpoint = {_WRITER_AUTOCHECKPOINT_PAGES}")
         with self._write_lock:
-            self._writer.executescript("BEGIN IMMEDIATE;" + CATALOG_DDL + "COMMIT;")
+            self._writer.executescript("BEGIN IMMEDIATE;" + CATALOG_DDL + FORMAT_DDL + "COMMIT;")
             self.catalog.load(self._writer)
             self._pending.recover(self._meta("applied_seq"))
         self._checkpoint_due = threading.Event()
@@ -357,6 +366,7 @@ class Store:
                 self._all_connections.clear()
             self._readers.clear()
             self._pending.close()
+            release(self._lock_fd)
 
     @contextlib.contextmanager
     def _reader(self) -> Iterator[sqlite3.Connection]:

@@ -13,7 +13,9 @@ a single-process gateway does. What they share:
   is seen by the next call on any other;
 * ``SharedSlots`` (shared memory, a file lock, a pipe per worker): the connection cap is the
   total, and the longest-idle connection of any worker makes room for a newcomer;
-* ``GatewayMetrics`` (shared memory): a row of counters per process, summed by ``/metrics``.
+* ``GatewayMetrics`` (shared memory): a row of counters per process, summed by ``/metrics``;
+* ``GatewayHealth`` (shared memory): when each worker's accept loop, and the parent's own
+  loop, last came back, read by ``/healthz`` and ``/readyz``.
 
 Scanners live in the worker that opened them, as does the connection they belong to.
 
@@ -43,6 +45,7 @@ from .admission import SharedSlots
 from .bounds import WireBounds
 from .catalog import CatalogSignal
 from .compaction import BackgroundCompactor
+from .health import GatewayHealth
 from .metrics import GatewayCollector, GatewayMetrics, MetricsRecorder, metrics_server
 from .pending import PendingApplier
 from .server import GatewayServer
@@ -85,6 +88,7 @@ class Supervisor:
         self.slots = SharedSlots(args.max_connections, workers)
         self.metrics = GatewayMetrics(workers + 1)  # a row per worker, then the upkeep's
         self.catalog_signal = CatalogSignal()
+        self.health = GatewayHealth(workers, args.liveness_timeout, supervised=True)
         self.host, self.port = listener.getsockname()[:2]
         self._children: dict[int, int] = {}  # pid -> role (worker index, UPKEEP or METRICS)
         self._restarts: deque[float] = deque()
@@ -110,6 +114,7 @@ class Supervisor:
             self.on_ready()
             watch_stdin = bool(self.args.exit_with_stdin)
             while not self._stopping:
+                self.health.beat(self.workers)
                 watched = [wake_r, 0] if watch_stdin else [wake_r]
                 readable, _, _ = select.select(watched, [], [], 1.0)
                 with contextlib.suppress(BlockingIOError):
@@ -169,6 +174,8 @@ class Supervisor:
                 slots=self.slots,
                 bounds=WireBounds(self.args.max_frame_size, self.args.max_string_size),
                 metrics=recorder,
+                on_turn=lambda: self.health.beat(role),
+                on_stop=lambda: self.health.stopped(role),
             )
             for signum in _STOP_SIGNALS:
                 signal.signal(signum, lambda *_: server.shutdown())
@@ -205,7 +212,7 @@ class Supervisor:
         self.listener.close()
         assert self.metrics_listener is not None
         collector = GatewayCollector(self.metrics, self.slots, self.args.data_dir, self.workers)
-        server = metrics_server(self.metrics_listener, collector)
+        server = metrics_server(self.metrics_listener, collector, self.health)
         serving = threading.Thread(target=server.serve_forever, name="hbase-gateway-metrics")
         serving.start()  # the thread keeps the stop signals blocked: sigwait takes them
         signal.sigwait(_STOP_SIGNALS)
@@ -228,6 +235,7 @@ class Supervisor:
                 continue
             if role >= 0:
                 self.slots.reset(role)
+                self.health.restarting(role)
             if self._stopping:
                 continue
             logger.error(
@@ -252,17 +260,24 @@ class Supervisor:
 
     def _shutdown(self) -> int:
         """SIGTERM every child (each finishes its calls in flight and closes its store), wait,
-        then SIGKILL what is left."""
+        then SIGKILL what is left. The metrics process goes last: ``/readyz`` answers
+        "stopping" while the others finish."""
+        self.health.stopping()
+        self.health.stopped(self.workers)
         self.listener.close()
         if self.metrics_listener is not None:
             self.metrics_listener.close()
-        for pid in self._children:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + SHUTDOWN_TIMEOUT_S
-        while self._children and time.monotonic() < deadline:
-            self._reap()
-            time.sleep(0.02)
+        for last in (False, True):
+            for pid, role in self._children.items():
+                if (role == METRICS) == last:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGTERM)
+            while any((role == METRICS) == last for role in self._children.values()):
+                if time.monotonic() >= deadline:
+                    break
+                self._reap()
+                time.sleep(0.02)
         for pid in list(self._children):
             logger.error("hbase-gateway child %d did not stop in time: killed", pid)
             with contextlib.suppress(ProcessLookupError):

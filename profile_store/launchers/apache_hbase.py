@@ -27,7 +27,7 @@ import signal
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO
 
@@ -42,6 +42,8 @@ from profile_store.launchers.maven_jars import JarResolutionError, resolve_jars
 
 HBASE_VERSION = "2.6.1"
 ARTIFACTS = ("hbase-server", "hbase-thrift")
+THRIFT_IDLE_TIMEOUT = "hbase.thrift.server.socket.read.timeout"
+"""Milliseconds a Thrift-1 server keeps a connection that sends nothing (HBase's default 60000)."""
 TRANSPORT_FLAGS = {"buffered": (), "framed": ("-f",)}
 PROTOCOL_FLAGS = {"binary": (), "compact": ("-c",)}
 
@@ -108,8 +110,11 @@ class ApacheHBase:
         version: str = HBASE_VERSION,
         startup_timeout: float = 180.0,
         heap: str = "1g",
+        thrift_settings: Mapping[str, str] | None = None,
     ) -> None:
         self.data_dir = Path(data_dir).resolve()
+        self.thrift_settings = dict(thrift_settings or {})
+        """Configuration of every Thrift server started here (e.g. ``THRIFT_IDLE_TIMEOUT``)."""
         self.version = version
         self.startup_timeout = startup_timeout
         self.heap = heap
@@ -118,6 +123,7 @@ class ApacheHBase:
         self.zookeeper_port: int | None = None
         self._processes: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = []
         self._classpath = ""
+        self._site: dict[str, str] = {}
 
     # -- life cycle ------------------------------------------------------------------------------
 
@@ -128,26 +134,23 @@ class ApacheHBase:
         conf.mkdir(parents=True, exist_ok=True)
         (self.data_dir / "logs").mkdir(exist_ok=True)
         self.zookeeper_port = free_port()
-        (conf / "hbase-site.xml").write_text(
-            _site_xml(
-                {
-                    "hbase.cluster.distributed": "false",
-                    "hbase.rootdir": (self.data_dir / "hbase").as_uri(),
-                    "hbase.tmp.dir": str(self.data_dir / "tmp"),
-                    "hbase.zookeeper.quorum": "127.0.0.1",
-                    "hbase.zookeeper.property.clientPort": str(self.zookeeper_port),
-                    "hbase.zookeeper.property.dataDir": str(self.data_dir / "zookeeper"),
-                    "hbase.master.info.port": "-1",
-                    "hbase.regionserver.info.port": "-1",
-                    "hbase.thrift.info.port": "-1",
-                    # The master's and region server's RPC ports are bound as port 0 (the
-                    # defaults, 16000 and 16020, would let only one HBase run on a machine).
-                    "hbase.localcluster.assign.random.ports": "true",
-                    # The local filesystem has no hflush/hsync; HBase's standalone docs set this.
-                    "hbase.unsafe.stream.capability.enforce": "false",
-                }
-            )
-        )
+        self._site = {
+            "hbase.cluster.distributed": "false",
+            "hbase.rootdir": (self.data_dir / "hbase").as_uri(),
+            "hbase.tmp.dir": str(self.data_dir / "tmp"),
+            "hbase.zookeeper.quorum": "127.0.0.1",
+            "hbase.zookeeper.property.clientPort": str(self.zookeeper_port),
+            "hbase.zookeeper.property.dataDir": str(self.data_dir / "zookeeper"),
+            "hbase.master.info.port": "-1",
+            "hbase.regionserver.info.port": "-1",
+            "hbase.thrift.info.port": "-1",
+            # The master's and region server's RPC ports are bound as port 0 (the
+            # defaults, 16000 and 16020, would let only one HBase run on a machine).
+            "hbase.localcluster.assign.random.ports": "true",
+            # The local filesystem has no hflush/hsync; HBase's standalone docs set this.
+            "hbase.unsafe.stream.capability.enforce": "false",
+        }
+        (conf / "hbase-site.xml").write_text(_site_xml(self._site))
         (conf / "log4j.properties").write_text(_LOG4J)
         self._classpath = os.pathsep.join([str(conf), *jars])
         try:
@@ -161,10 +164,25 @@ class ApacheHBase:
         return self
 
     def thrift_server(
-        self, transport: str = "buffered", protocol: str = "binary", port: int = 0
+        self,
+        transport: str = "buffered",
+        protocol: str = "binary",
+        port: int = 0,
+        settings: Mapping[str, str] | None = None,
     ) -> int:
-        """Start one more Thrift-1 server (e.g. framed/compact) on this master; returns its port."""
+        """Start one more Thrift-1 server (e.g. framed/compact) on this master; returns its port.
+
+        ``settings`` (over ``thrift_settings``) configure this server alone: they go into an
+        ``hbase-site.xml`` of its own, first on its classpath, as on a host that runs only a
+        Thrift server. (Its ``-D`` options do not reach every setting: the server's own
+        command-line defaults win over them, e.g. for ``THRIFT_IDLE_TIMEOUT``.)
+        """
         port = port or free_port()
+        conf = self.data_dir / f"conf-thrift-{port}"
+        conf.mkdir(exist_ok=True)
+        configured = {**self._site, **self.thrift_settings, **(settings or {})}
+        (conf / "hbase-site.xml").write_text(_site_xml(configured))
+        (conf / "log4j.properties").write_text(_LOG4J)
         self._java(
             f"thrift-{port}",
             "-Xmx256m",
@@ -176,6 +194,7 @@ class ApacheHBase:
             *TRANSPORT_FLAGS[transport],
             *PROTOCOL_FLAGS[protocol],
             "start",
+            classpath=os.pathsep.join([str(conf), self._classpath]),
         )
         self._wait_until_answers(port, transport, protocol)
         return port
@@ -189,6 +208,14 @@ class ApacheHBase:
             stop_process(process, timeout, signal.SIGTERM if graceful else signal.SIGKILL)
             log.close()
         self._processes.clear()
+
+    def restart(self, timeout: float = 60.0) -> ApacheHBase:
+        """Stop (SIGTERM), then start over the same data directory with the Thrift server on
+        the same port: its clients find it again at the address they know."""
+        port = self.port
+        self.stop(timeout)
+        self.requested_thrift_port = port or self.requested_thrift_port
+        return self.start()
 
     def __enter__(self) -> ApacheHBase:
         return self.start()
@@ -214,7 +241,9 @@ class ApacheHBase:
 
     # -- internals -------------------------------------------------------------------------------
 
-    def _java(self, name: str, *arguments: str) -> subprocess.Popen[bytes]:
+    def _java(
+        self, name: str, *arguments: str, classpath: str | None = None
+    ) -> subprocess.Popen[bytes]:
         log_file = self.data_dir / "logs" / f"{name}.log"
         out = open(self.data_dir / "logs" / f"{name}.out", "ab")  # noqa: SIM115 - lives with the JVM
         process = subprocess.Popen(
@@ -225,7 +254,7 @@ class ApacheHBase:
                 f"-Dhbase.log.file={log_file}",
                 "-Dhbase.log.dir=" + str(log_file.parent),
                 "-cp",
-                self._classpath,
+                classpath or self._classpath,
                 *arguments,
             ],
             stdin=subprocess.DEVNULL,

@@ -3,11 +3,17 @@
 The embedded gateway, a real Apache HBase and a Spark standalone cluster are all started the
 same way (a child on a free loopback port, output to a log file) and stopped the same way: a
 signal, a bounded wait, then SIGKILL, so that a hung child never hangs the caller.
+
+Their ports lie outside the kernel's ephemeral range. A client connecting to a port in that
+range while nothing listens there may be given that very port as its own source port and connect
+to itself (TCP's simultaneous open); the socket then holds the port, and a server restarted on
+it fails with "Address already in use" for as long as clients keep retrying.
 """
 
 from __future__ import annotations
 
 import os
+import random
 import select
 import signal
 import socket
@@ -15,12 +21,49 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+EPHEMERAL_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LINUX_EPHEMERAL_RANGE = (32768, 60999)
+# Below this, the well-known defaults of servers one may run beside (5432, 8080, 9090, 9092).
+FIRST_SERVER_PORT = 10000
+
+
+def ephemeral_port_range() -> tuple[int, int]:
+    """The ports the kernel gives to outgoing connections (both ends included)."""
+    try:
+        low, high = (int(part) for part in EPHEMERAL_RANGE_FILE.read_text().split())
+    except (OSError, ValueError):
+        return LINUX_EPHEMERAL_RANGE
+    return low, high
+
+
+def server_port_candidates() -> list[int]:
+    """The ports ``free_port`` chooses among: above ``FIRST_SERVER_PORT``, outside the
+    ephemeral range, else (a range reaching down that far) below it from 1024."""
+    low, high = ephemeral_port_range()
+    outside = [*range(FIRST_SERVER_PORT, low), *range(high + 1, 65536)]
+    return outside or list(range(1024, low))
+
 
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+    """A TCP port on 127.0.0.1, outside the ephemeral range, that nothing is bound to now.
+
+    Probed by ``bind``, as the server will. A kernel that gives every port to outgoing
+    connections leaves only a port of its own choosing.
+    """
+    candidates = server_port_candidates()
+    if not candidates:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            return probe.getsockname()[1]
+    tried = random.sample(candidates, min(len(candidates), 200))
+    for port in tried:
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise OSError(f"no free port among {len(tried)} tried outside the ephemeral range")
 
 
 def stop_process(

@@ -206,9 +206,7 @@ class KafkaBroker:
             (self.data_dir / sub).mkdir(parents=True, exist_ok=True)
         self._load_identity()
         conf = self.data_dir / "conf"
-        (conf / "server.properties").write_text(
-            _properties_text(server_properties(self.data_dir, self.port, self.controller_port))
-        )
+        (conf / "server.properties").write_text(_properties_text(self._server_properties()))
         (conf / "log4j2.properties").write_text(
             _LOG4J2.format(log_file=self.data_dir / "logs" / "server.log")
         )
@@ -260,6 +258,11 @@ class KafkaBroker:
         return log_tail((self.data_dir / "logs").glob("*"), lines)
 
     # -- internals -------------------------------------------------------------------------------
+
+    def _server_properties(self) -> dict[str, str]:
+        """This node's ``server.properties`` (a node of a cluster has its own)."""
+        assert self.port is not None and self.controller_port is not None
+        return server_properties(self.data_dir, self.port, self.controller_port)
 
     def _load_identity(self) -> None:
         """Ports and cluster id: kept from the previous start of this data directory."""

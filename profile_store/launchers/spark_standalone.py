@@ -6,10 +6,15 @@ and write rows to HBase over the network. This module starts pyspark's own
 ``org.apache.spark.deploy.master.Master`` and ``...deploy.worker.Worker`` (through
 ``bin/spark-class`` of the installed pyspark, so the versions always match), bound to 127.0.0.1
 on free ports, the worker with a small fixed number of cores and memory; it waits until the
-worker has registered and stops both on exit. Usage::
+worker has registered (``start_timeout``: JVMs start slowly on a busy machine) and stops both on
+exit. The master's REST submission server (``spark.master.rest.enabled``, on by default since
+Spark 4.1, on the fixed port 6066) is off: the pipeline submits in client mode, and a fixed port
+would let only one cluster run on a machine. Executors connect back to their driver, so a driver
+of this cluster must bind 127.0.0.1 too (``SPARK_LOCAL_IP``, in ``environment()``): by default it
+binds the address of the machine's host name, which may be one no executor can reach. Usage::
 
     with SparkStandalone(work_dir) as cluster:
-        env = {"SPARK_MASTER": cluster.master_url}
+        env = cluster.environment()  # SPARK_MASTER and SPARK_LOCAL_IP for the driver
 
     python -m profile_store.cli.launchers spark-standalone [--work-dir DIR] [--cores 2]
 """
@@ -32,6 +37,11 @@ from profile_store.launchers.child_processes import (
     stop_process,
 )
 
+DEFAULT_START_TIMEOUT = 300.0
+LOCAL_IP = "127.0.0.1"
+# Java options of the master only, after any of the user's SPARK_MASTER_OPTS.
+MASTER_OPTIONS = "-Dspark.master.rest.enabled=false"
+
 
 class ClusterStartError(RuntimeError):
     """The master or the worker did not come up; the message holds their logs."""
@@ -51,15 +61,16 @@ class SparkStandalone:
         *,
         cores: int = 2,
         memory: str = "2g",
-        startup_timeout: float = 90.0,
+        start_timeout: float = DEFAULT_START_TIMEOUT,
         environment: dict[str, str] | None = None,
     ) -> None:
-        """``environment``: extra variables for the worker, which its executors inherit."""
+        """``start_timeout``: seconds for the master and then the worker to come up, each.
+        ``environment``: extra variables for the worker, which its executors inherit."""
         self.work_dir = Path(work_dir)
         self.cores = cores
         self.memory = memory
-        self.startup_timeout = startup_timeout
-        self.environment = dict(environment or {})
+        self.start_timeout = start_timeout
+        self.worker_environment = dict(environment or {})
         self.port: int | None = None
         self.webui_port: int | None = None
         self._processes: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = []
@@ -68,27 +79,36 @@ class SparkStandalone:
     def master_url(self) -> str:
         if self.port is None:
             raise RuntimeError("the cluster is not started")
-        return f"spark://127.0.0.1:{self.port}"
+        return f"spark://{LOCAL_IP}:{self.port}"
+
+    def environment(self) -> dict[str, str]:
+        """The variables that run a driver (the pipeline) on this cluster."""
+        return {"SPARK_MASTER": self.master_url, "SPARK_LOCAL_IP": LOCAL_IP}
 
     def start(self) -> SparkStandalone:
         (self.work_dir / "logs").mkdir(parents=True, exist_ok=True)
         self.port, self.webui_port = free_port(), free_port()
         try:
+            user_options = os.environ.get("SPARK_MASTER_OPTS", "")
             self._spark_class(
                 "master",
                 "org.apache.spark.deploy.master.Master",
-                *("--host", "127.0.0.1", "--port", str(self.port)),
+                *("--host", LOCAL_IP, "--port", str(self.port)),
                 *("--webui-port", str(self.webui_port)),
+                SPARK_MASTER_OPTS=f"{user_options} {MASTER_OPTIONS}".strip(),
             )
-            self._wait_for(lambda status: True, "the master's status page")
+            self._wait_for(lambda status: True, "the master's status page did not answer")
             self._spark_class(
                 "worker",
                 "org.apache.spark.deploy.worker.Worker",
                 self.master_url,
-                *("--host", "127.0.0.1", "--cores", str(self.cores), "--memory", self.memory),
+                *("--host", LOCAL_IP, "--cores", str(self.cores), "--memory", self.memory),
                 *("--webui-port", str(free_port()), "--work-dir", str(self.work_dir / "work")),
             )
-            self._wait_for(lambda status: status.get("aliveworkers", 0) >= 1, "a live worker")
+            self._wait_for(
+                lambda status: status.get("aliveworkers", 0) >= 1,
+                "no worker registered with the master",
+            )
         except BaseException:
             self.stop()
             raise
@@ -96,7 +116,7 @@ class SparkStandalone:
 
     def status(self) -> dict:
         """The master's own JSON status (workers, cores, running applications)."""
-        url = f"http://127.0.0.1:{self.webui_port}/json/"
+        url = f"http://{LOCAL_IP}:{self.webui_port}/json/"
         with urllib.request.urlopen(url, timeout=5) as response:
             return json.load(response)
 
@@ -116,12 +136,13 @@ class SparkStandalone:
     def log_tail(self, lines: int = 40) -> str:
         return log_tail((self.work_dir / "logs").glob("*.log"), lines)
 
-    def _spark_class(self, name: str, *arguments: str) -> None:
+    def _spark_class(self, name: str, *arguments: str, **variables: str) -> None:
         env = {
             **os.environ,
             "SPARK_HOME": str(spark_home()),
-            "SPARK_LOCAL_IP": "127.0.0.1",
-            **self.environment,
+            "SPARK_LOCAL_IP": LOCAL_IP,
+            **self.worker_environment,
+            **variables,
         }
         log = open(self.work_dir / "logs" / f"{name}.log", "ab")  # noqa: SIM115 - lives with the JVM
         process = subprocess.Popen(
@@ -134,8 +155,9 @@ class SparkStandalone:
         )
         self._processes.append((name, process, log))
 
-    def _wait_for(self, ready, what: str) -> None:
-        deadline = time.monotonic() + self.startup_timeout
+    def _wait_for(self, ready, failure: str) -> None:
+        """Until ``ready(status)``; else ``ClusterStartError`` saying ``failure`` and the logs."""
+        deadline = time.monotonic() + self.start_timeout
         last_error: Exception | None = None
         while time.monotonic() < deadline:
             for name, process, _ in self._processes:
@@ -149,6 +171,8 @@ class SparkStandalone:
             except OSError as error:  # not listening yet
                 last_error = error
             time.sleep(0.5)
+        cause = "" if last_error is None else f" ({last_error!r})"
         raise ClusterStartError(
-            f"no {what} within {self.startup_timeout:.0f} s ({last_error!r}):\n{self.log_tail()}"
+            f"{failure} within {self.start_timeout:g} s{cause}; a busy machine may need a longer "
+            f"start timeout (--start-timeout):\n{self.log_tail()}"
         )

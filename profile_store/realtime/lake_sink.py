@@ -62,6 +62,7 @@ from profile_store.lake.landing_watch import is_landing_data
 from profile_store.lake.layout import LANDING, SUCCESS_MARKER, landing_day
 from profile_store.lake.storage import LakeStorage
 from profile_store.realtime.event_days import day_text, event_days, landing_lines
+from profile_store.realtime.sink_metrics import ConsumerHealth
 
 logger = logging.getLogger(__name__)
 
@@ -201,11 +202,13 @@ class LakeSink:
         *,
         clock: Callable[[], float] = time.time,
         on_written: Callable[[int, float], None] | None = None,
+        health: ConsumerHealth | None = None,
     ) -> None:
         """``on_written(messages, seconds)`` is told of each batch in the lake and committed
-        (metrics)."""
+        (metrics); ``health`` of each assignment (readiness)."""
         self.settings = settings
         self.on_written = on_written
+        self.health = health
         self.storage = storage
         self.config = config or LakeSinkConfig()
         self.clock = clock
@@ -470,6 +473,8 @@ class LakeSink:
         now, the partitions' messages are set aside until they can (``_look_up_unknown``)."""
         if self._closing:
             return
+        if self.health is not None:
+            self.health.assigned()
         for partition in partitions:
             self._batches[partition.partition] = _PartitionBatch(start=None, known=False)
         self._look_up_unknown(seek=False)

@@ -78,6 +78,7 @@ from profile_store.profiles.table import (
 )
 from profile_store.realtime.live_events import LiveEvents, parse_events
 from profile_store.realtime.live_updates import event_lineages, lineage_updates
+from profile_store.realtime.sink_metrics import ConsumerHealth
 from profile_store.suppression.salted_digests import Suppression
 
 logger = logging.getLogger(__name__)
@@ -205,11 +206,14 @@ class LiveProfiles:
         *,
         suppression: Callable[[], Suppression] | None = None,
         on_written: Callable[[int, float], None] | None = None,
+        health: ConsumerHealth | None = None,
     ) -> None:
         """``on_written(messages, seconds)`` is told of each batch applied and committed, with
-        the time from its parse to its commit (metrics)."""
+        the time from its parse to its commit (metrics); ``health`` of each assignment and of
+        HBase answering or failing (readiness)."""
         self.settings = settings
         self.on_written = on_written
+        self.health = health
         self.open_table = open_table
         self.config = config or LiveProfilesConfig()
         self.progress = LiveProgress()
@@ -225,6 +229,7 @@ class LiveProfiles:
         self._consumer = batch_consumer(
             self.settings,
             self.config.group_id,
+            on_assign=None if self.health is None else self.health.assigned,
             properties={"session.timeout.ms": int(self.config.session_timeout_seconds * 1000)},
         )
         return self
@@ -441,8 +446,12 @@ class LiveProfiles:
         while True:
             try:
                 self.apply(batch)
+                if self.health is not None:
+                    self.health.hbase_answered()
                 return
             except HBASE_ERRORS as error:
+                if self.health is not None:
+                    self.health.hbase_failed(error)
                 if time.monotonic() > deadline:
                     raise LiveJobError(
                         f"HBase failed for {self.config.hbase_retry_seconds:.0f} s ({error!r}); "

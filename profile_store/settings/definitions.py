@@ -143,6 +143,14 @@ KAFKA_REPLICATION_FACTOR = Setting(
     "replication factor of the events topic when it is created",
     minimum=1,
 )
+KAFKA_MIN_INSYNC_REPLICAS = Setting(
+    "PROFILES_KAFKA_MIN_INSYNC_REPLICAS",
+    "integer",
+    None,
+    "`min.insync.replicas` of the events topic when it is created (unset: the broker's "
+    "default); at most the replication factor",
+    minimum=1,
+)
 HTTP_HEADER_TIMEOUT_SECONDS = Setting(
     "PROFILES_HTTP_HEADER_TIMEOUT_SECONDS",
     "number",
@@ -162,7 +170,9 @@ HTTP_BODY_TIMEOUT_SECONDS = Setting(
 COLLECTOR_DELIVERY_TIMEOUT_SECONDS = Setting(
     "PROFILES_COLLECTOR_DELIVERY_TIMEOUT_SECONDS",
     "number",
-    10.0,
+    # Above the time Kafka takes to move a crashed broker's partitions to another replica (its
+    # broker.session.timeout.ms, 9 s by default): a request in that window waits, not a 503.
+    30.0,
     "seconds POST /v1/events waits for Kafka's acknowledgements before answering 503",
     minimum=0,
     above=True,
@@ -185,6 +195,7 @@ SETTINGS: tuple[Setting, ...] = (
     HBASE_GATEWAY_WORKERS,
     KAFKA_PARTITIONS,
     KAFKA_REPLICATION_FACTOR,
+    KAFKA_MIN_INSYNC_REPLICAS,
     HTTP_HEADER_TIMEOUT_SECONDS,
     HTTP_BODY_TIMEOUT_SECONDS,
     COLLECTOR_DELIVERY_TIMEOUT_SECONDS,

@@ -171,3 +171,30 @@ def test_a_mistyped_registered_command_is_suggested():
     completed = run("rnu", "2026-11-01")
     assert completed.returncode == 2
     assert "did you mean 'run'?" in completed.stderr
+
+
+def test_the_gateway_without_a_data_dir_is_refused_naming_the_option():
+    completed = run("hbase-gateway", "--port", "0")
+    assert completed.returncode == 2
+    assert completed.stderr == "profiles hbase-gateway: --data-dir is required\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (
+            ["hbase-gateway", "backup", "--data-dir", "d"],
+            "the following arguments are required: --to",
+        ),
+        (
+            ["hbase-gateway", "restore", "--data-dir", "d"],
+            "the following arguments are required: --from",
+        ),
+        (["hbase-gateway", "--data-dir", "d", "--liveness-timeout", "0"], "must be greater than 0"),
+        (["stream", "lake-sink", "--liveness-timeout", "soon"], "expected a number, got 'soon'"),
+    ],
+)
+def test_the_operations_options_are_checked(argv, words):
+    completed = run(*argv)
+    assert completed.returncode == 2
+    assert words in completed.stderr

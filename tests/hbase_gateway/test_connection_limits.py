@@ -27,7 +27,6 @@ from gateway_sockets import (
 from thrift_bytes import encoded_call, half_call, put_call
 from thriftpy2.transport import TTransportException
 
-from profile_store.hbase.pool import table_opener
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.hbase_gateway.server import DEFAULT_MAX_CONNECTIONS, GatewayServer
 from profile_store.hbase_gateway.store import Store
@@ -262,19 +261,3 @@ def test_a_thread_that_cannot_start_is_logged_and_the_server_goes_on(
         server.store.close()
     assert not serving.is_alive()
     assert "no thread could be started (can't start new thread)" in caplog.text
-
-
-def test_a_pooled_table_opener_reconnects_after_the_server_closed_an_idle_connection(
-    tmp_path: Path,
-) -> None:
-    with EmbeddedGateway(tmp_path, server_args=("--idle-timeout", "1")) as gateway:
-        admin = happybase.Connection(**gateway.connection_kwargs())
-        admin.create_table("t", {"f": {}})
-        admin.close()
-        pool = happybase.ConnectionPool(size=1, **gateway.connection_kwargs())
-        open_table = table_opener(pool, "t")
-        with open_table() as table:
-            table.put(b"r", {b"f:c": b"1"})
-        time.sleep(2)  # the server closes the pooled connection meanwhile
-        with open_table() as table:
-            assert table.row(b"r") == {b"f:c": b"1"}

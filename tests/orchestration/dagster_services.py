@@ -32,6 +32,7 @@ from profile_store.generator.lake import generate_lake
 
 REPO = Path(__file__).resolve().parents[2]
 LOCAL_INSTANCE = REPO / "examples" / "dagster.local.yaml"
+WORKSPACE = REPO / "workspace.yaml"
 PRODUCTION_INSTANCE = REPO / "examples" / "dagster.yaml"
 BIN = Path(sys.executable).parent
 FINISHED = {DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED}
@@ -168,11 +169,18 @@ class DagsterServices:
     """A webserver and a daemon over one instance directory; stop() ends both.
 
     ``instance_config`` is copied unchanged as the instance's ``dagster.yaml``; the settings it
-    reads from the environment come from ``env``.
+    reads from the environment come from ``env``. Both load the code locations of ``workspace``.
     """
 
-    def __init__(self, home: Path, env: dict[str, str], instance_config: Path = LOCAL_INSTANCE):
+    def __init__(
+        self,
+        home: Path,
+        env: dict[str, str],
+        instance_config: Path = LOCAL_INSTANCE,
+        workspace: Path = WORKSPACE,
+    ):
         self.home = home
+        self.workspace = workspace
         self.env = {**os.environ, **env, "DAGSTER_HOME": str(home)}
         home.mkdir(parents=True, exist_ok=True)
         shutil.copy(instance_config, home / "dagster.yaml")
@@ -212,7 +220,7 @@ class DagsterServices:
     def start_webserver(self, timeout_s: float = 180) -> None:
         self._start(
             "webserver",
-            [str(BIN / "dagster-webserver"), "-w", "workspace.yaml", "-h", "127.0.0.1"]
+            [str(BIN / "dagster-webserver"), "-w", str(self.workspace), "-h", "127.0.0.1"]
             + ["-p", str(self.port)],
         )
         deadline = time.monotonic() + timeout_s
@@ -234,7 +242,7 @@ class DagsterServices:
         self.repository = loaded["repositories"][0]["name"]
 
     def start_daemon(self) -> None:
-        self._start("daemon", [str(BIN / "dagster-daemon"), "run", "-w", "workspace.yaml"])
+        self._start("daemon", [str(BIN / "dagster-daemon"), "run", "-w", str(self.workspace)])
 
     def stop(self) -> None:
         for process in self._processes.values():
@@ -273,15 +281,24 @@ class DagsterServices:
             params["runConfigData"] = run_config
         return self._launched(self.graphql(LAUNCH_RUN, {"params": params})["launchRun"])
 
-    def launch_asset_run(self, assets: Iterable[str], partition: str) -> str:
-        """Materialize assets of one partition, as the asset page's button sends it."""
-        keys = [{"path": [name]} for name in assets]
+    def launch_asset_run(
+        self, assets: Iterable[str], partition: str, with_checks: bool = False
+    ) -> str:
+        """Materialize assets of one partition, as the asset page's button sends it (with
+        ``with_checks``, as the asset graph's *Materialize all* does: their checks too)."""
+        names = set(assets)
+        keys = [{"path": [name]} for name in sorted(names)]
+        checks = [
+            {"assetKey": {"path": [key.asset_key.to_user_string()]}, "name": key.name}
+            for key in sorted(GRAPH.asset_check_keys, key=str)
+            if with_checks and key.asset_key.to_user_string() in names
+        ]
         params = {
             "selector": {
                 **self._repository_selector(),
                 "jobName": "__ASSET_JOB",
                 "assetSelection": keys,
-                "assetCheckSelection": [],
+                "assetCheckSelection": checks,
             },
             "executionMetadata": {"tags": [{"key": "dagster/partition", "value": partition}]},
         }
@@ -316,6 +333,20 @@ class DagsterServices:
         sensor = self.graphql(SENSOR_STATE_QUERY, {"selector": selector})["sensorOrError"]
         assert sensor["__typename"] == "Sensor", sensor
         return sensor["sensorState"]
+
+    def wait_for_ticks(self, name: str, count: int, after: float, timeout_s: float = 300) -> list:
+        """The sensor's ticks (newest first) once ``count`` of them began after ``after``."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            ticks = [t for t in self.sensor_state(name)["ticks"] if t["timestamp"] > after]
+            if len(ticks) >= count:
+                return ticks
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"{name}: {len(ticks)}/{count} ticks after {timeout_s:.0f} s\n"
+                    f"daemon log:\n{self.log_tail('daemon')}"
+                )
+            time.sleep(1)
 
     def stop_sensor(self, name: str) -> None:
         state = self.sensor_state(name)
@@ -490,6 +521,7 @@ def over_generated_lake(
     instance_config: Path = LOCAL_INSTANCE,
     hold_back_last: bool = True,
     answer_key: bool = True,
+    workspace: Path = WORKSPACE,
 ) -> DagsterServices:
     """Services (not started) over a generated lake of ``days``, landed but for the last one
     with ``hold_back_last`` (``land_held_back()`` lands it), with the generator's answer key
@@ -515,6 +547,7 @@ def over_generated_lake(
             **(env or {}),
         },
         instance_config,
+        workspace,
     )
     services.lake = lake
     if hold_back_last:

@@ -13,7 +13,10 @@ file order, each on what the previous ones did:
    queue holds any run alike, and a second whole day would add minutes to the suite, nothing to
    the test);
 3. both runs succeed: the sensor's with every asset and check, the second with its asset;
-4. the runs and their event logs are in PostgreSQL, not in files under ``$DAGSTER_HOME``.
+4. the runs and their event logs are in PostgreSQL, not in files under ``$DAGSTER_HOME``;
+5. the steps' captured stdout and stderr are under ``DAGSTER_COMPUTE_LOGS_DIR``;
+6. the instance the daemon runs on has the file's run monitoring, run retries, queue retries
+   and code-server timeouts, and the daemon runs the monitoring and retry daemons they turn on.
 
 No sensor is switched while the daemon runs (here a stop sent right after a tick was once lost,
 the sensor ticking on), so the automation sensor, which would add runs the tests do not look at,
@@ -26,6 +29,7 @@ line naming the package to install.
 from __future__ import annotations
 
 from contextlib import closing
+from pathlib import Path
 
 import pytest
 from dagster import DagsterEventType, DagsterRunStatus, RunsFilter
@@ -35,7 +39,7 @@ from dagster_services import (
     assert_complete,
     over_generated_lake,
 )
-from postgres_cluster import PostgresMissing, server_bindir, temporary_postgres
+from postgres_cluster import PostgresMissing, server_bindir
 
 DAY = "2026-11-01"
 EVENTS_PER_DAY = 500
@@ -43,24 +47,14 @@ LANDING_SENSOR_RUNS = RunsFilter(tags={"dagster/sensor_name": "landing_sensor"})
 
 
 @pytest.fixture(scope="module")
-def postgres():
-    try:
-        server_bindir()
-    except PostgresMissing as missing:
-        pytest.fail(str(missing), pytrace=False)
-    with temporary_postgres() as cluster:
-        yield cluster
-
-
-@pytest.fixture(scope="module")
-def dagster(tmp_path_factory, postgres):
+def dagster(tmp_path_factory, production_env):
     """Webserver and daemon on the production instance over one landed day."""
     services = over_generated_lake(
         tmp_path_factory,
         [DAY],
         EVENTS_PER_DAY,
         seed=11,
-        env=postgres.dagster_env(),
+        env=production_env,
         instance_config=PRODUCTION_INSTANCE,
         hold_back_last=False,
         answer_key=False,
@@ -95,7 +89,8 @@ def test_a_run_launched_through_the_webserver_waits_queued_while_the_first_runs(
     launched = dagster.launch_asset_run(["raw_events"], DAY)
     dagster.launched_run = launched
     first = dagster.sensor_run
-    dagster.wait_for_runs(RunsFilter(run_ids=[first, launched]), 2)
+    # A whole day on a busy 2-core host has taken more than the default 10 minutes.
+    dagster.wait_for_runs(RunsFilter(run_ids=[first, launched]), 2, timeout_s=1800)
     first_ended = dagster.event_time(first, DagsterEventType.RUN_SUCCESS)
     queued = dagster.event_time(launched, DagsterEventType.RUN_ENQUEUED)
     dequeued = dagster.event_time(launched, DagsterEventType.RUN_STARTING)
@@ -128,3 +123,37 @@ def test_runs_and_event_logs_are_kept_in_postgres(dagster, postgres):
     assert runs == {dagster.sensor_run: "SUCCESS", dagster.launched_run: "SUCCESS"}
     assert succeeded == set(runs)
     assert not list(dagster.home.glob("**/*.db"))
+
+
+def test_the_steps_logs_are_kept_under_the_compute_logs_directory(dagster):
+    directory = Path(dagster.env["DAGSTER_COMPUTE_LOGS_DIR"])
+    for run_id in (dagster.sensor_run, dagster.launched_run):
+        captured = [path for path in (directory / run_id).rglob("*") if path.is_file()]
+        assert captured, f"no captured logs of run {run_id} under {directory}"
+    assert not list((dagster.home / "storage").rglob("*.err"))
+
+
+def test_the_instance_has_the_files_monitoring_retries_and_code_server_timeouts(dagster):
+    with dagster.instance() as instance:
+        monitoring = (
+            instance.run_monitoring_enabled,
+            instance.run_monitoring_start_timeout_seconds,
+            instance.run_monitoring_cancel_timeout_seconds,
+            instance.run_monitoring_max_resume_run_attempts,
+        )
+        retries = (
+            instance.run_retries_enabled,
+            instance.run_retries_max_retries,
+            instance.run_retries_retry_on_asset_or_op_failure,
+        )
+        queue = instance.get_concurrency_config().run_queue_config
+        code_servers = (
+            instance.code_server_process_startup_timeout,
+            instance.code_server_reload_timeout,
+        )
+        daemons = set(instance.get_daemon_heartbeats())
+    assert monitoring == (True, 600, 300, 0)
+    assert retries == (True, 2, False)
+    assert (queue.max_user_code_failure_retries, queue.user_code_failure_retry_delay) == (3, 60)
+    assert code_servers == (600, 600)
+    assert {"MONITORING", "EVENT_LOG_CONSUMER"} <= daemons

@@ -14,7 +14,8 @@ from dagster import (
     define_asset_job,
 )
 
-from profile_assets.demo_progress import run_partition, step_progress_logger
+from profile_assets.check_results import nothing_to_judge
+from profile_assets.demo_progress import quarantine_note, run_partition, step_progress_logger
 
 
 @asset
@@ -83,3 +84,69 @@ def test_a_warning_check_is_reported_apart_and_does_not_count_as_a_failed_check(
     outcome = outcome_of_one_run()
     assert outcome["warnings"] == {"unused_kinds": "phone links nothing"}
     assert outcome["checks"] == {"estimation_error": False}
+
+
+@asset_check(asset=sketches)
+def answer_key() -> AssetCheckResult:
+    return nothing_to_judge("no answer key at ground_truth/identities.parquet")
+
+
+def lines_of(*checks) -> list[str]:
+    out = io.StringIO()
+    job = Definitions(
+        assets=[events, sketches], asset_checks=list(checks), jobs=[define_asset_job("j")]
+    ).resolve_job_def("j")
+    job.with_logger_defs({"progress": step_progress_logger(out)}).execute_in_process(
+        run_config={"loggers": {"progress": {}}}, raise_on_error=False
+    )
+    return out.getvalue().splitlines()
+
+
+def test_a_warning_check_that_did_not_pass_prints_warned_with_why_not_failed():
+    lines = lines_of(unused_kinds)
+    warned = next(i for i, line in enumerate(lines) if "unused_kinds" in line)
+    assert lines[warned].split()[2] == "WARNED"
+    assert lines[warned + 1].strip() == "why: phone links nothing"
+    assert not any("FAILED" in line for line in lines)
+
+
+def test_a_check_with_nothing_to_judge_prints_unjudged_with_why():
+    lines = lines_of(answer_key)
+    unjudged = next(i for i, line in enumerate(lines) if "answer_key" in line)
+    assert lines[unjudged].split()[2] == "unjudged"
+    assert lines[unjudged + 1].strip() == (
+        "why: nothing to judge: no answer key at ground_truth/identities.parquet"
+    )
+
+
+def test_a_run_outcome_names_the_checks_that_had_nothing_to_judge():
+    job = Definitions(
+        assets=[events, sketches], asset_checks=[answer_key], jobs=[define_asset_job("j")]
+    ).resolve_job_def("j")
+    outcome = run_partition(job, None, DagsterInstance.ephemeral())
+    assert outcome["unjudged"] == {
+        "answer_key": "nothing to judge: no answer key at ground_truth/identities.parquet"
+    }
+    assert outcome["checks"] == {"answer_key": True}
+
+
+def test_quarantined_keys_are_noted_with_the_largest_named():
+    note = quarantine_note(
+        {
+            "quarantined_keys": 2,
+            "quarantined_by_reason": {"super_node": 1, "blocklisted": 1},
+            "top_quarantined": [
+                {"key_type": "member_id", "key": "guest", "reason": "super_node", "profiles": 683},
+                {"key_type": "member_id", "key": "0", "reason": "blocklisted", "profiles": 12},
+            ],
+        }
+    )
+    assert note == (
+        "note: 2 keys quarantined (blocklisted: 1, super_node: 1), "
+        "e.g. member_id 'guest' (683 profiles), member_id '0' (12 profiles)"
+    )
+
+
+def test_no_quarantined_key_makes_no_note():
+    assert quarantine_note({"quarantined_keys": 0}) is None
+    assert quarantine_note({}) is None

@@ -11,10 +11,12 @@ from datetime import date
 import pytest
 
 from profile_assets.run_days import (
+    LOCAL_INSTANCE,
     DayRun,
     PartitionOutOfRange,
     check_partitions,
     days_between,
+    install_local_instance,
     run_days,
 )
 
@@ -132,3 +134,54 @@ def test_a_real_range_whose_first_day_fails_names_the_failed_step_and_the_unrun_
     assert completed.returncode == 1
     assert "FAILED, step failed: raw_events" in completed.stdout
     assert "not run: 2026-11-02 (1 day)" in completed.stdout
+    # A fresh home got the laptop instance: none of Dagster's banners about a missing one.
+    assert "installed the laptop instance" in completed.stdout
+    assert "No dagster instance configuration file" not in completed.stderr
+    assert "telemetry" not in completed.stderr.lower()
+
+
+def _day_line(outcome: DayRun) -> str:
+    out = io.StringIO()
+    run_days([outcome.day], lambda day: outcome, keep_going=False, out=out)
+    return out.getvalue().splitlines()[1]
+
+
+def test_a_day_whose_every_check_passed_on_something_says_so():
+    assert "succeeded, every check passed" in _day_line(DayRun(D1, "run-a"))
+
+
+def test_a_warned_check_is_named_in_the_day_line_never_beside_every_check_passed():
+    outcome = DayRun(D1, "run-a", warned_checks=["identity_bridging_kinds"])
+    line = _day_line(outcome)
+    assert "every check passed" not in line
+    assert "succeeded, 1 check warned: identity_bridging_kinds, the others passed" in line
+    assert not outcome.failed  # a warning stops nothing: the range goes on, exit 0
+
+
+def test_checks_with_nothing_to_judge_are_named_in_the_day_line():
+    outcome = DayRun(
+        D1, "run-a", unjudged_checks=["audience_estimation_error", "identity_quality_check"]
+    )
+    line = _day_line(outcome)
+    assert "every check passed" not in line
+    assert (
+        "2 checks had nothing to judge: audience_estimation_error, identity_quality_check"
+    ) in line
+
+
+def test_a_fresh_dagster_home_gets_the_laptop_instance(tmp_path):
+    said = install_local_instance(tmp_path)
+    assert (tmp_path / "dagster.yaml").read_text() == LOCAL_INSTANCE.read_text()
+    assert "one run at a time, telemetry off" in said
+
+
+def test_a_dagster_home_with_its_own_instance_keeps_it(tmp_path):
+    (tmp_path / "dagster.yaml").write_text("telemetry:\n  enabled: true\n")
+    install_local_instance(tmp_path)
+    assert (tmp_path / "dagster.yaml").read_text() == "telemetry:\n  enabled: true\n"
+
+
+def test_without_the_projects_instance_file_the_command_says_how(tmp_path):
+    said = install_local_instance(tmp_path, template=tmp_path / "missing.yaml")
+    assert not (tmp_path / "dagster.yaml").exists()
+    assert "copy the project's examples/dagster.local.yaml there" in said

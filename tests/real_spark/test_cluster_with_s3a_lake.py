@@ -1,7 +1,8 @@
 """The daily pipeline on a Spark standalone cluster, with its lake on S3 through Hadoop's S3A.
 
 A master and a worker of pyspark's own distribution (``profile_store.launchers.spark_standalone``,
-the worker with 2 cores and 2 GiB) run the test days with ``SPARK_MASTER=spark://127.0.0.1:PORT``:
+the worker with 2 cores and 2 GiB) run the test days with ``SPARK_MASTER=spark://127.0.0.1:PORT``
+and ``SPARK_LOCAL_IP=127.0.0.1``, as ``make spark-cluster`` prints them:
 executors in JVMs of their own, Python workers started by them, importing this project and
 writing sketch and profile rows to the run's HBase gateway over the network. The lake is
 ``s3://BUCKET/PREFIX`` on a local moto server, configured only as a user would configure it
@@ -74,7 +75,7 @@ def cluster_run(generated_days, s3_endpoint, tmp_path_factory):
             work,
             generated_days,
             {
-                "SPARK_MASTER": cluster.master_url,
+                **cluster.environment(),  # SPARK_MASTER, SPARK_LOCAL_IP as the launcher prints
                 "SPARK_CONF_JSON": json.dumps(
                     {
                         "spark.executor.memory": "1g",

@@ -65,15 +65,17 @@ def test_settings_come_from_the_environment():
             "PROFILES_KAFKA_TOPIC": "shop.events",
             "PROFILES_KAFKA_PARTITIONS": "12",
             "PROFILES_KAFKA_REPLICATION_FACTOR": "3",
+            "PROFILES_KAFKA_MIN_INSYNC_REPLICAS": "2",
             "PROFILES_KAFKA_CONFIG_JSON": '{"security.protocol": "SASL_SSL", '
             '"sasl.mechanism": "SCRAM-SHA-512"}',
         }
     )
-    assert (settings.topic, settings.partitions, settings.replication_factor) == (
-        "shop.events",
-        12,
-        3,
-    )
+    assert (
+        settings.topic,
+        settings.partitions,
+        settings.replication_factor,
+        settings.min_insync_replicas,
+    ) == ("shop.events", 12, 3, 2)
     assert settings.client_config(**{"group.id": "g"}) == {
         "bootstrap.servers": "kafka-1:9093,kafka-2:9093",
         "security.protocol": "SASL_SSL",
@@ -89,6 +91,7 @@ def test_unset_settings_point_at_the_projects_own_broker():
         "events",
         6,
     )
+    assert settings.min_insync_replicas is None  # the broker's default
 
 
 @pytest.mark.parametrize(
@@ -105,6 +108,14 @@ def test_unset_settings_point_at_the_projects_own_broker():
         (
             {"PROFILES_KAFKA_REPLICATION_FACTOR": "-1"},
             "PROFILES_KAFKA_REPLICATION_FACTOR: expected",
+        ),
+        (
+            {"PROFILES_KAFKA_MIN_INSYNC_REPLICAS": "0"},
+            "PROFILES_KAFKA_MIN_INSYNC_REPLICAS: expected a whole number >= 1",
+        ),
+        (
+            {"PROFILES_KAFKA_REPLICATION_FACTOR": "2", "PROFILES_KAFKA_MIN_INSYNC_REPLICAS": "3"},
+            "PROFILES_KAFKA_MIN_INSYNC_REPLICAS: must be from 1 to the replication factor",
         ),
         ({"PROFILES_KAFKA_TOPIC": "my events"}, "PROFILES_KAFKA_TOPIC: 'my events' is not"),
         ({"PROFILES_KAFKA_BOOTSTRAP_SERVERS": " "}, "PROFILES_KAFKA_BOOTSTRAP_SERVERS: must not"),

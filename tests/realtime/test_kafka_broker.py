@@ -1,30 +1,29 @@
 """The project's Apache Kafka: one KRaft node from Maven Central jars, restartable over its data
-directory, and a clear one-line refusal without Java 17 or Maven."""
+directory, and a clear one-line refusal without Java 17 or Maven; a cluster's directory."""
 
 from __future__ import annotations
 
 import re
-import signal
-import subprocess
 import sys
 import uuid
-from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
+from foreground_commands import interrupt, start_until_ready
 from group_offsets import committed_once_loaded
+from reconnecting_clients import reconnecting_clients
 
 from profile_store.event_bus.producer import EventProducer
 from profile_store.event_bus.topics import ensure_topic
+from profile_store.launchers.child_processes import ephemeral_port_range
 from profile_store.launchers.kafka_broker import (
     KafkaBroker,
     KafkaStartError,
     kafka_jars,
     require_java,
 )
-
-REPO = Path(__file__).resolve().parents[2]
+from profile_store.launchers.kafka_cluster import KafkaCluster
 
 
 def read_values(bootstrap: str, topic: str, count: int) -> list[bytes]:
@@ -82,35 +81,37 @@ def test_acknowledged_messages_survive_a_kill_9_of_the_broker(kafka_broker, bus)
     ]
 
 
+def test_the_brokers_ports_lie_outside_the_kernels_ephemeral_range(kafka_broker):
+    low, high = ephemeral_port_range()
+    for port in (kafka_broker.port, kafka_broker.controller_port):
+        assert not low <= port <= high, f"{port} is in the ephemeral range {low}-{high}"
+
+
+def test_a_broker_restarted_while_clients_keep_reconnecting_starts_on_its_port(kafka_broker, bus):
+    address = kafka_broker.bootstrap_servers
+    kafka_broker.stop()
+
+    with reconnecting_clients(kafka_broker.port) as clients:
+        kafka_broker.start()
+        clients.wait_until_accepted()
+
+    assert kafka_broker.bootstrap_servers == address
+    assert clients.accepted
+    assert clients.self_connected == 0
+    with EventProducer(bus) as producer:
+        producer.send([("u1", b"after the restart")])
+    assert read_values(address, bus.topic, 1) == [b"after the restart"]
+
+
 def test_profiles_kafka_runs_a_broker_until_interrupted_and_prints_its_address(tmp_path):
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "profile_store.cli",
-            "kafka",
-            "--data-dir",
-            str(tmp_path),
-            "--port",
-            "0",
-        ],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    command = [sys.executable, "-m", "profile_store.cli", "kafka", "--data-dir", str(tmp_path)]
+    process, output = start_until_ready([*command, "--port", "0"])
     try:
-        output = ""
-        while "Ctrl-C stops it." not in output:
-            line = process.stdout.readline()
-            assert line, f"the command ended early:\n{output}"
-            output += line
         match = re.search(r"PROFILES_KAFKA_BOOTSTRAP_SERVERS=(127\.0\.0\.1:\d+)", output)
         assert match, output
         assert AdminClient({"bootstrap.servers": match.group(1)}).list_topics(timeout=30).brokers
     finally:
-        process.send_signal(signal.SIGINT)
-        rest, _ = process.communicate(timeout=120)
+        rest = interrupt(process)
     assert process.returncode == 0, rest
     assert "stopping Apache Kafka" in rest
 
@@ -143,3 +144,16 @@ def test_without_maven_the_first_resolution_is_refused_naming_the_package(tmp_pa
         kafka_jars()
     assert "\n" not in str(refused.value)
     assert "apt-get install -y maven" in str(refused.value)
+
+
+def test_a_cluster_directory_keeps_its_nodes_ports_and_id_and_refuses_another_node_count(
+    tmp_path,
+):
+    first = KafkaCluster(tmp_path, nodes=3)
+    again = KafkaCluster(tmp_path, nodes=3)
+
+    assert (again.cluster_id, again.ports) == (first.cluster_id, first.ports)
+    assert len({port for ports in first.ports.values() for port in ports}) == 6
+    assert first.voters.count("@127.0.0.1:") == 3
+    with pytest.raises(ValueError, match="holds a cluster of 3 nodes, not 2"):
+        KafkaCluster(tmp_path, nodes=2)

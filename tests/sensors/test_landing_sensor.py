@@ -6,7 +6,10 @@ import json
 import os
 
 from dagster import (
+    AssetKey,
     DagsterInstance,
+    DagsterRun,
+    DagsterRunStatus,
     MaterializeResult,
     SkipReason,
     asset,
@@ -21,7 +24,7 @@ from profile_store.lake.landing_watch import complete_days
 from profile_store.lake.layout import day_dir
 from profile_store.lake.storage import LocalLakeStorage
 from resources.lake import LakeResource
-from sensors.landing import landing_sensor
+from sensors.landing import daily_pipeline, landing_sensor
 
 
 def land(root, day: str, part: int, mtime: float) -> None:
@@ -36,12 +39,16 @@ def land(root, day: str, part: int, mtime: float) -> None:
 
 
 def evaluate(root, cursor=None, instance=None):
-    with instance or DagsterInstance.ephemeral() as instance:
-        context = build_sensor_context(
-            instance=instance, cursor=cursor, resources={"lake": LakeResource(root=str(root))}
-        )
-        result = list(landing_sensor(context) or [])
-        return result, context.cursor
+    """One tick: its requests and skip reasons, and the cursor it leaves (on ``instance``, left
+    open for more ticks, or on an ephemeral one)."""
+    if instance is None:
+        with DagsterInstance.ephemeral() as ephemeral:
+            return evaluate(root, cursor, ephemeral)
+    context = build_sensor_context(
+        instance=instance, cursor=cursor, resources={"lake": LakeResource(root=str(root))}
+    )
+    result = list(landing_sensor(context) or [])
+    return result, context.cursor
 
 
 def ingest_in_a_run(instance, day: str, digest: str, succeed: bool = True) -> None:
@@ -58,6 +65,23 @@ def ingest_in_a_run(instance, day: str, digest: str, succeed: bool = True) -> No
             raise RuntimeError("a step after raw_events failed")
 
     materialize([stand_in, downstream], partition_key=day, instance=instance, raise_on_error=False)
+
+
+def run_of_the_day(
+    instance, day: str, status: DagsterRunStatus, assets: list[str] | None = None
+) -> DagsterRun:
+    """A run record of ``day`` in ``status``, as the UI, a backfill or the sensor leaves it: of
+    ``daily_pipeline``, or with ``assets`` of the asset graph's job materializing those."""
+    job_name = daily_pipeline.name if assets is None else "__ASSET_JOB"
+    return instance.add_run(
+        DagsterRun(
+            job_name=job_name,
+            run_id=f"run-of-{day}-{job_name}",
+            status=status,
+            tags={"dagster/partition": day},
+            asset_selection=None if assets is None else frozenset(map(AssetKey, assets)),
+        )
+    )
 
 
 def test_each_new_complete_day_gets_one_run_request(tmp_path):
@@ -144,3 +168,59 @@ def test_a_day_whose_files_the_erasure_step_rewrote_is_not_run_again(tmp_path):
     requests, cursor = evaluate(tmp_path, cursor)
     assert requests == []
     assert json.loads(cursor)["2026-11-01"] == digest
+
+
+def test_a_day_with_a_run_of_the_daily_job_in_progress_is_skipped_and_not_marked_seen(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    land(tmp_path, "2026-11-02", 0, 100)
+    with DagsterInstance.ephemeral() as instance:
+        run_of_the_day(instance, "2026-11-01", DagsterRunStatus.STARTED)
+        requests, cursor = evaluate(tmp_path, instance=instance)
+    assert [r.partition_key for r in requests] == ["2026-11-02"]
+    assert set(json.loads(cursor)) == {"2026-11-02"}
+
+
+def test_a_run_of_raw_events_alone_not_started_yet_holds_its_day_and_the_skip_says_why(
+    tmp_path,
+):
+    land(tmp_path, "2026-11-01", 0, 100)
+    with DagsterInstance.ephemeral() as instance:
+        run_of_the_day(instance, "2026-11-01", DagsterRunStatus.NOT_STARTED, ["raw_events"])
+        (skip,), cursor = evaluate(tmp_path, instance=instance)
+    assert isinstance(skip, SkipReason)
+    assert "2026-11-01 (run run-of-2026-11-01-__ASSET_JOB)" in skip.skip_message
+    assert "2026-11-01" not in json.loads(cursor)
+
+
+def test_a_run_of_other_assets_of_the_day_does_not_hold_it(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    with DagsterInstance.ephemeral() as instance:
+        run_of_the_day(instance, "2026-11-01", DagsterRunStatus.STARTED, ["attribute_stats"])
+        requests, _ = evaluate(tmp_path, instance=instance)
+    assert [r.partition_key for r in requests] == ["2026-11-01"]
+
+
+def test_a_day_held_by_a_run_that_then_ended_without_ingesting_it_is_run_next_tick(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    with DagsterInstance.ephemeral() as instance:
+        run = run_of_the_day(instance, "2026-11-01", DagsterRunStatus.STARTED)
+        held, cursor = evaluate(tmp_path, instance=instance)
+        instance.report_run_canceled(run)
+        requests, _ = evaluate(tmp_path, cursor, instance=instance)
+    assert isinstance(held[0], SkipReason)
+    assert [r.partition_key for r in requests] == ["2026-11-01"]
+
+
+def test_files_that_changed_while_a_run_ingested_the_day_are_run_after_it(tmp_path):
+    land(tmp_path, "2026-11-01", 0, 100)
+    read_by_the_run = complete_days(LocalLakeStorage(tmp_path))["2026-11-01"].digest
+    with DagsterInstance.ephemeral() as instance:
+        ingest_in_a_run(instance, "2026-11-01", read_by_the_run)
+        run = run_of_the_day(instance, "2026-11-01", DagsterRunStatus.STARTED)
+        land(tmp_path, "2026-11-01", 1, 500)
+        held, cursor = evaluate(tmp_path, instance=instance)
+        instance.report_run_canceled(run)
+        requests, _ = evaluate(tmp_path, cursor, instance=instance)
+    assert isinstance(held[0], SkipReason)
+    assert [r.partition_key for r in requests] == ["2026-11-01"]
+    assert requests[0].run_key != f"2026-11-01:{read_by_the_run}"

@@ -1,4 +1,4 @@
-"""The audience builder page at ``/``: three static files shipped in the package.
+"""The audience builder page at ``/``: static files shipped in the package.
 
 Plain HTML, CSS and JavaScript (no framework, nothing fetched from a CDN, no Node.js to build
 or run), talking to the same service's JSON API with the API key the user enters. The page is
@@ -28,3 +28,8 @@ def install_builder_page(app: FastAPI) -> None:
     @app.get("/", include_in_schema=False)
     def builder_page() -> FileResponse:
         return FileResponse(STATIC / "index.html", headers=PAGE_HEADERS)
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> FileResponse:
+        """The page's icon where browsers look for it without a link (an SVG: no binary)."""
+        return FileResponse(STATIC / "favicon.svg", media_type="image/svg+xml")

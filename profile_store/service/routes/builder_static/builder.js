@@ -17,6 +17,7 @@ const state = {
 };
 
 const $ = (selector, root = document) => root.querySelector(selector);
+const MAX_DAYS = 366; // the days a criterion may cover, as the API allows
 
 function text(tag, content, className) {
   const element = document.createElement(tag);
@@ -81,15 +82,70 @@ function plainError(error) {
     }
     return "This audience cannot be counted over these days. Choose other days.";
   }
-  if (error.code === "invalid_query") {
-    return "This audience is not complete yet. Check the highlighted criterion.";
+  if (error.code === "invalid_query" || error.code === "invalid_request") {
+    return fieldMessage(error.path, error.message, error.code === "invalid_query");
   }
   if (error.code === "duplicate_name") return "An audience with this name exists already. Choose another name.";
   if (error.code === "segment_taken") return "This segment id is already in use. Choose another segment id.";
   if (error.code === "concurrent_change") return "Someone else is changing this audience right now. Try again in a moment.";
   if (error.code === "unknown_audience") return "This audience no longer exists (it was deleted). The list is up to date again.";
-  if (error.status === 400) return "Some of what was entered is not valid. Check the fields and try again.";
+  if (error.status === 400) return `What was sent is not valid: ${error.message}.`;
   return "Something went wrong. Try again; if it lasts, tell your administrator.";
+}
+
+// The fields of a criterion and of a saved audience, as the page labels them, by the last step
+// of the API's JSON path.
+const FIELD_NAMES = {
+  app_id: "App",
+  event_type: "Event",
+  last_days: "the last … days with data",
+  date_from: "from (first day)",
+  date_to: "to (last day)",
+  min_count: "at least … times",
+  attributes: "attribute filter",
+  name: "Name",
+  segment: "Segment id",
+  ttl_days: "TTL (days)",
+};
+
+// The field a JSON path names: "$.intersection[1].last_days" -> "last_days".
+function fieldOf(path) {
+  const steps = (path || "").replace(/\[[^\]]*\]/g, "").split(".");
+  return steps.find((step) => step === "attributes") || steps.at(-1);
+}
+
+// "Criterion B, the last … days with data: 400 days is more than the 366 ..." for a query's
+// path; "Segment id: ..." for a saved audience's field.
+function fieldMessage(path, problem, inQuery) {
+  const field = fieldOf(path);
+  const name = FIELD_NAMES[field];
+  const index = inQuery ? criterionAt(queryPath(path)) : -1;
+  const where = [index >= 0 ? `Criterion ${labelOf(index)}` : "", name || ""].filter(Boolean).join(", ");
+  const range = /range of (\d+) days exceeds (\d+)/.exec(problem || "");
+  let plain = problem || "not valid";
+  if (range) plain = `${formatCount(Number(range[1]))} days is more than the ${range[2]} days a criterion can cover`;
+  else if (field === "segment") plain = "enter 1-64 letters, digits, _ . or -";
+  else if (field === "ttl_days") plain = "enter a number of days, more than 0 and at most 3,650";
+  else if (field === "min_count") plain = "enter a whole number, 1 or more";
+  else if (/^after date_to/.test(problem || "")) plain = "the first day is after the last day";
+  return `${where || "This audience"}: ${plain}.`;
+}
+
+// A path into a body's query ("$.query.union[0]") as a path into the query ("$.union[0]").
+function queryPath(path) {
+  return (path || "").startsWith("$.query") ? `$${path.slice("$.query".length)}` : path;
+}
+
+// The index of the criterion a query's JSON path points into (its leaf or a field of it), or -1.
+function criterionAt(path) {
+  if (!path || !state.lastAsked) return -1;
+  let index = -1;
+  leafEntries(state.lastAsked).forEach((entry, i) => {
+    if (path === entry.path || path.startsWith(`${entry.path}.`) || path.startsWith(`${entry.path}[`)) {
+      index = i;
+    }
+  });
+  return index;
 }
 
 // Shows ``error`` (an API error) or a plain ``text`` in ``container``.
@@ -198,8 +254,11 @@ function showRefusal(error, tree) {
     if (index < 0) elsewhere.push(sentence);
     else byCriterion.set(index, [...(byCriterion.get(index) || []), sentence]);
   }
+  for (const [index, sentences] of byCriterion) byCriterion.set(index, [...new Set(sentences)]);
   for (const [index, sentences] of byCriterion) {
-    $(".criterion-error", state.criteria[index].element).replaceChildren(causeList(sentences));
+    const element = state.criteria[index].element;
+    $(".criterion-error", element).replaceChildren(causeList(sentences));
+    element.classList.add("invalid");
   }
   const labels = [...byCriterion.keys()].sort((a, b) => a - b).map(labelOf);
   const who =
@@ -209,7 +268,7 @@ function showRefusal(error, tree) {
         ? `Criteria ${labels.slice(0, -1).join(", ")} and ${labels.at(-1)}`
         : "This audience";
   const parts = [text("span", `${who} cannot be counted on all of these days.`, "summary")];
-  if (elsewhere.length) parts.push(causeList(elsewhere));
+  if (elsewhere.length) parts.push(causeList([...new Set(elsewhere)]));
   const proposal = text("span", proposalSentence(error), "proposal");
   proposal.id = "proposal";
   parts.push(proposal);
@@ -263,7 +322,8 @@ function overlapRefusal(error, ids) {
     const entry = entries.find((e) => e.path === cause.leaf);
     return causeSentence(cause, entry ? entry.leaf.event_type : null);
   });
-  return `"${audience.name}" cannot be counted. ${sentences.join(" ")} Open it to change its days or filters.`;
+  const once = [...new Set(sentences)];
+  return `"${audience.name}" cannot be counted. ${once.join(" ")} Open it to change its days or filters.`;
 }
 
 function clearMessages() {
@@ -282,37 +342,50 @@ async function connect(key) {
       showMessage($("#key-status"), error, "unknown API key: check it and connect again");
     } else showMessage($("#key-status"), error);
     $("#builder").hidden = true;
+    $("#welcome").hidden = false;
     return;
   }
   sessionStorage.setItem("apiKey", key);
-  $("#key-status").textContent = `${state.catalog.apps.length} apps`;
-  const select = $("#app");
-  select.replaceChildren(...state.catalog.apps.map((app) => new Option(app.app_id, app.app_id)));
+  $("#key-status").textContent = plural(state.catalog.apps.length, "app");
   $("#data-days").textContent = dataRange()
     ? `Data ready for ${dataRange()}; later days appear once the daily run has processed them.`
     : "No day has data yet: the daily run has not processed any.";
   $("#builder").hidden = false;
+  $("#welcome").hidden = true;
   clearCriteria();
   if (state.catalog.apps.length) addCriterion();
   await loadSaved();
 }
 
-function currentApp() {
-  const appId = $("#app").value;
+function appOf(appId) {
   return state.catalog.apps.find((app) => app.app_id === appId);
+}
+
+// An app's event types in a criterion's event select; one saved but not offered is kept.
+function fillEvents(element, appId, chosen) {
+  const app = appOf(appId);
+  const offered = app ? app.event_types.map((e) => e.event_type) : [];
+  if (chosen && !offered.includes(chosen)) offered.push(chosen);
+  $(".event-type", element).replaceChildren(...offered.map((e) => new Option(e, e)));
+  if (chosen) $(".event-type", element).value = chosen;
 }
 
 // --- criteria ---------------------------------------------------------------------------------
 
+// A new criterion is of the app of the criterion above (the first app for the first).
 function addCriterion(preset) {
-  const app = currentApp();
+  const above = state.criteria.at(-1);
+  const app = appOf(above ? $(".app", above.element).value : state.catalog.apps[0]?.app_id);
   if (!app) return;
   const element = $("#criterion-template").content.firstElementChild.cloneNode(true);
   const id = state.nextId++;
   element.dataset.id = id;
   for (const radio of element.querySelectorAll("input[type=radio]")) radio.name = `mode-${id}`;
+  const apps = $(".app", element);
+  apps.replaceChildren(...state.catalog.apps.map((a) => new Option(a.app_id, a.app_id)));
+  apps.value = app.app_id;
+  fillEvents(element, app.app_id);
   const events = $(".event-type", element);
-  events.replaceChildren(...app.event_types.map((e) => new Option(e.event_type, e.event_type)));
   const latest = state.catalog.latest_built_day;
   for (const picker of element.querySelectorAll(".date-from, .date-to")) {
     fillDays(picker, latest);
@@ -320,8 +393,7 @@ function addCriterion(preset) {
     picker.addEventListener("change", () => fillDays(picker, picker.value));
   }
   const lastDays = $(".last-days", element);
-  const built = state.catalog.built_days;
-  lastDays.max = String(built.length ? daysBetween(built[0], latest) + 1 : 1);
+  lastDays.max = String(Math.max(1, Math.min(MAX_DAYS, state.catalog.built_days.length)));
   lastDays.value = defaultLastDays(app);
   for (const control of element.querySelectorAll(".mode-last, .mode-range, .last-days")) {
     control.addEventListener("input", () => syncDates(element));
@@ -332,6 +404,11 @@ function addCriterion(preset) {
   element.addEventListener("input", scheduleEstimate);
   element.addEventListener("change", scheduleEstimate);
   events.addEventListener("change", () => {
+    $(".filters", element).replaceChildren();
+    scheduleEstimate();
+  });
+  apps.addEventListener("change", () => {
+    fillEvents(element, apps.value);
     $(".filters", element).replaceChildren();
     scheduleEstimate();
   });
@@ -373,7 +450,7 @@ function fillDays(select, chosen) {
 }
 
 // One date mode at a time: the other's fields are disabled. "The last N days with data" is
-// shown as the dates it covers (the engine counts back from the latest day with data).
+// shown as the dates it covers: the N latest of the days with data.
 function syncDates(element) {
   const last = $(".mode-last", element).checked;
   $(".last-days", element).disabled = !last;
@@ -382,7 +459,8 @@ function syncDates(element) {
   const span = $(".last-span", element);
   const latest = state.catalog.latest_built_day;
   const count = Number($(".last-days", element).value);
-  if (!last || !latest || !(count >= 1)) {
+  const built = state.catalog.built_days.length;
+  if (!last || !latest || !Number.isInteger(count) || count < 1 || count > built) {
     span.textContent = "";
     return;
   }
@@ -390,23 +468,31 @@ function syncDates(element) {
   span.textContent = count === 1 ? `= ${latest}` : `= ${first} to ${latest}`;
 }
 
-// The first and last day a criterion covers: the last N days count back from the latest day
-// with data, as the engine counts them.
+// The first and last day a criterion covers: the last N days with data are the N latest of
+// the days the API reports as built (a day without data is not counted).
 function datesOf(element) {
   if (!$(".mode-last", element).checked) {
     return [$(".date-from", element).value, $(".date-to", element).value];
   }
-  const latest = state.catalog.latest_built_day;
-  return [addDays(latest, -(Number($(".last-days", element).value) - 1)), latest];
+  const built = state.catalog.built_days;
+  const count = Number($(".last-days", element).value);
+  return [built[Math.max(0, built.length - count)], state.catalog.latest_built_day];
 }
 
-// A week, or fewer when the app's first built day is more recent: a new criterion answers.
+// The number of days with data a saved ``last_days`` (calendar days ending on the latest day
+// with data) covers; the calendar count itself when it reaches before the first of them.
+function builtDaysIn(lastDays) {
+  const built = state.catalog.built_days;
+  const first = addDays(state.catalog.latest_built_day, -(lastDays - 1));
+  if (!built.length || first < built[0]) return lastDays;
+  return built.filter((day) => day >= first).length;
+}
+
+// A week of days with data, or fewer when the app has fewer: a new criterion answers.
 function defaultLastDays(app) {
-  const latest = state.catalog.latest_built_day;
   const first = app.event_types.map((e) => e.first_day).sort()[0];
-  if (!latest || !first) return 7;
-  const span = (Date.parse(latest) - Date.parse(first)) / 86400000 + 1;
-  return Math.max(1, Math.min(7, span));
+  const built = state.catalog.built_days.filter((day) => !first || day >= first);
+  return Math.max(1, Math.min(7, built.length));
 }
 
 // New criteria boxes (another key, app or opened audience) show their answer afresh.
@@ -436,8 +522,7 @@ function labelOf(index) {
   return String.fromCharCode(65 + (index % 26));
 }
 
-async function attributesOf(eventType) {
-  const appId = $("#app").value;
+async function attributesOf(appId, eventType) {
   const cacheKey = `${appId}\u0000${eventType}`;
   if (!state.attributes.has(cacheKey)) {
     const path =
@@ -452,6 +537,7 @@ async function attributesOf(eventType) {
 // even when discovery does not offer them (trimmed, never seen, or discovery failed), so the
 // query shown is the query saved, and the estimate says why it cannot be answered.
 async function addFilter(element, preset) {
+  const appId = $(".app", element).value;
   const eventType = $(".event-type", element).value;
   const item = document.createElement("li");
   item.className = "filter";
@@ -472,7 +558,7 @@ async function addFilter(element, preset) {
   });
   let discovered;
   try {
-    discovered = await attributesOf(eventType);
+    discovered = await attributesOf(appId, eventType);
   } catch (error) {
     showMessage($(".criterion-error", element), error);
     discovered = { attributes: [], day: null };
@@ -510,14 +596,13 @@ async function addFilter(element, preset) {
 
 async function applyPreset(element, preset) {
   $(".connector", element).value = preset.connector || "intersection";
-  const events = $(".event-type", element);
-  if (![...events.options].some((option) => option.value === preset.event_type)) {
-    events.append(new Option(preset.event_type, preset.event_type)); // kept as saved
-  }
-  events.value = preset.event_type;
+  const apps = $(".app", element);
+  if (!appOf(preset.app_id)) apps.append(new Option(preset.app_id, preset.app_id)); // as saved
+  apps.value = preset.app_id;
+  fillEvents(element, preset.app_id, preset.event_type);
   if (preset.last_days) {
     $(".mode-last", element).checked = true;
-    $(".last-days", element).value = preset.last_days;
+    $(".last-days", element).value = builtDaysIn(preset.last_days);
   } else {
     $(".mode-range", element).checked = true;
     fillDays($(".date-from", element), preset.date_from);
@@ -531,9 +616,12 @@ async function applyPreset(element, preset) {
 }
 
 function leafOf(element) {
-  const leaf = { app_id: $("#app").value, event_type: $(".event-type", element).value };
+  const leaf = { app_id: $(".app", element).value, event_type: $(".event-type", element).value };
   if ($(".mode-last", element).checked) {
-    leaf.last_days = Number($(".last-days", element).value);
+    // The API's last_days counts calendar days back from the latest day with data: as many as
+    // the N latest days with data span (N itself when no day between them lacks data).
+    const [first, latest] = datesOf(element);
+    leaf.last_days = daysBetween(first, latest) + 1;
   } else {
     leaf.date_from = $(".date-from", element).value;
     leaf.date_to = $(".date-to", element).value;
@@ -606,8 +694,32 @@ function scheduleEstimate() {
 }
 
 function clearErrors() {
-  for (const { element } of state.criteria) $(".criterion-error", element).replaceChildren();
+  for (const { element } of state.criteria) {
+    $(".criterion-error", element).replaceChildren();
+    element.classList.remove("invalid");
+    for (const field of element.querySelectorAll("[aria-invalid]")) field.removeAttribute("aria-invalid");
+  }
   $("#answer-error").replaceChildren();
+}
+
+// The criterion's field a JSON path names, to highlight.
+const FIELD_CLASSES = {
+  app_id: ".app",
+  event_type: ".event-type",
+  last_days: ".last-days",
+  date_from: ".date-from",
+  date_to: ".date-to",
+  min_count: ".min-count",
+  attributes: ".filters",
+};
+
+// The message beside the criterion it is about, which is highlighted with its field.
+function markCriterion(index, field, message) {
+  const element = state.criteria[index].element;
+  element.classList.add("invalid");
+  const input = FIELD_CLASSES[field] && $(FIELD_CLASSES[field], element);
+  if (input) input.setAttribute("aria-invalid", "true");
+  $(".criterion-error", element).replaceChildren(message);
 }
 
 function showError(error, tree) {
@@ -615,19 +727,60 @@ function showError(error, tree) {
     showRefusal(error, tree);
     return;
   }
-  const paths = tree ? leafEntries(tree).map((entry) => entry.path) : [];
-  const where = error.path || "";
-  let index = -1;
-  paths.forEach((path, i) => {
-    if (where === path || where.startsWith(`${path}.`)) index = i;
-  });
-  const box = index >= 0 ? $(".criterion-error", state.criteria[index].element) : $("#answer-error");
+  const index = criterionAt(queryPath(error.path));
+  if (index < 0) {
+    showMessage($("#answer-error"), error);
+    return;
+  }
+  const box = document.createElement("div");
   showMessage(box, error);
+  markCriterion(index, fieldOf(error.path), box);
+  $("#answer-error").replaceChildren(
+    text("span", `Criterion ${labelOf(index)} needs a change before the audience can be counted.`),
+  );
+}
+
+// What the page can tell before asking: each criterion's number fields. With a problem, every
+// criterion that has one is marked (the messages shown before cleared); none changes nothing.
+function validCriteria() {
+  const built = state.catalog.built_days;
+  const problems = [];
+  state.criteria.forEach(({ element }, index) => {
+    const label = `Criterion ${labelOf(index)}`;
+    const minCount = Number($(".min-count", element).value);
+    const lastDays = Number($(".last-days", element).value);
+    let problem = null;
+    if ($(".mode-last", element).checked && !(Number.isInteger(lastDays) && lastDays >= 1)) {
+      problem = ["last_days", `${label}, the last … days with data: enter a whole number, 1 or more.`];
+    } else if ($(".mode-last", element).checked && lastDays > built.length) {
+      const have = built.length === 1 ? "only 1 day has" : `only ${formatCount(built.length)} days have`;
+      const most = built.length
+        ? `at most ${formatCount(built.length)}; ${have} data so far (${shownDays(built)})`
+        : "no day has data yet";
+      problem = ["last_days", `${label}, the last … days with data: ${most}.`];
+    } else if ($(".mode-last", element).checked && daysBetween(...datesOf(element)) + 1 > MAX_DAYS) {
+      problem = ["last_days", `${label}, the last … days with data: these days span more than the ${MAX_DAYS} days a criterion can cover.`];
+    } else if (!(Number.isInteger(minCount) && minCount >= 1)) {
+      problem = ["min_count", `${label}, at least … times: enter a whole number, 1 or more.`];
+    }
+    if (problem) problems.push([index, ...problem]);
+  });
+  if (!problems.length) return true;
+  clearErrors();
+  for (const [index, field, message] of problems) markCriterion(index, field, text("span", message));
+  return false;
 }
 
 async function runEstimate() {
   $("#expression").textContent = expressionOf();
   if (!state.criteria.length) return;
+  if (!validCriteria()) {
+    state.asked = null;
+    state.estimateSeq++; // an answer on its way is for criteria since changed
+    showNoAnswer();
+    $("#answer-error").replaceChildren(text("span", "Correct the highlighted criterion to count this audience."));
+    return;
+  }
   const tree = buildTree();
   // Criteria that ask nothing new (a field committed after its input events) keep the answer
   // shown, and any technical details the user opened in it.
@@ -636,6 +789,7 @@ async function runEstimate() {
   state.asked = asked;
   const seq = ++state.estimateSeq;
   clearErrors();
+  state.lastAsked = tree;
   $("#estimate").classList.add("busy");
   try {
     const answer = await api("POST", "/v1/audiences/estimate", tree);
@@ -653,15 +807,19 @@ async function runEstimate() {
   } catch (error) {
     if (seq !== state.estimateSeq) return;
     if (!(error.status >= 400 && error.status < 500)) state.asked = null; // may be asked again
-    $("#estimate").textContent = "–";
-    $("#range").textContent = "";
-    $("#counted-days").textContent = "";
-    $("#warnings").replaceChildren();
-    $("#chart").replaceChildren();
+    showNoAnswer();
     showError(error, tree);
   } finally {
     if (seq === state.estimateSeq) $("#estimate").classList.remove("busy");
   }
+}
+
+function showNoAnswer() {
+  $("#estimate").textContent = "–";
+  $("#range").textContent = "";
+  $("#counted-days").textContent = "";
+  $("#warnings").replaceChildren();
+  $("#chart").replaceChildren();
 }
 
 const SVG = "http://www.w3.org/2000/svg";
@@ -671,6 +829,13 @@ function svg(tag, attributes, content) {
   for (const [name, value] of Object.entries(attributes)) element.setAttribute(name, value);
   if (content !== undefined) element.textContent = content;
   return element;
+}
+
+// A round step for about four gridlines up to ``top``: 1, 2 or 5 times a power of ten.
+function tickStep(top) {
+  const rough = Math.max(1, top / 4);
+  const power = 10 ** Math.floor(Math.log10(rough));
+  return [1, 2, 5, 10].map((m) => m * power).find((step) => step >= rough);
 }
 
 async function drawChart(tree, seq) {
@@ -687,49 +852,67 @@ async function drawChart(tree, seq) {
   }
   if (seq !== state.estimateSeq) return;
   const days = answer.days;
-  const width = 560;
+  const left = 56; // the y-axis: its label and its numbers
+  const width = 520;
   const height = 160;
-  const top = Math.max(1, ...days.map((d) => d.upper_95));
-  const step = width / Math.max(days.length, 1);
+  const step = tickStep(Math.max(1, ...days.map((d) => d.upper_95)));
+  const top = step * Math.max(1, Math.ceil(Math.max(1, ...days.map((d) => d.upper_95)) / step));
+  const y = (value) => height - (value / top) * height;
+  const slot = width / Math.max(days.length, 1);
   const chart = svg("svg", {
-    viewBox: `0 -16 ${width} ${height + 46}`,
+    viewBox: `0 -16 ${left + width} ${height + 46}`,
     class: "daily-chart",
     role: "img",
     "aria-labelledby": "chart-title",
     "aria-describedby": "chart-caption",
   });
+  const axis = svg("g", { class: "y-axis" });
+  for (let value = 0; value <= top; value += step) {
+    axis.append(
+      svg("line", { x1: left, x2: left + width, y1: y(value), y2: y(value), class: "grid" }),
+      svg("text", { x: left - 6, y: y(value) + 3, class: "y-tick" }, formatCount(value)),
+    );
+  }
+  axis.append(
+    svg("line", { x1: left, x2: left, y1: 0, y2: height, class: "axis" }),
+    svg("text", { x: 14, y: height / 2, class: "axis-label", transform: `rotate(-90 14 ${height / 2})` }, "users"),
+  );
+  chart.append(axis);
   days.forEach((d, i) => {
-    const x = i * step;
-    const barHeight = (d.estimate / top) * height;
+    const x = left + i * slot;
+    const exact = d.lower_95 === d.upper_95;
     const bar = svg("rect", {
-      x: x + step * 0.15,
-      y: height - barHeight,
-      width: step * 0.7,
-      height: barHeight,
+      x: x + slot * 0.15,
+      y: y(d.estimate),
+      width: slot * 0.7,
+      height: height - y(d.estimate),
       class: "bar",
       "data-day": d.day,
       "data-estimate": d.estimate,
     });
-    bar.append(svg("title", {}, `${d.day}: ${formatCount(d.estimate)} users (95% ${formatCount(d.lower_95)}–${formatCount(d.upper_95)})`));
+    const range = exact ? "exact" : `95% range ${formatCount(d.lower_95)} – ${formatCount(d.upper_95)}`;
+    bar.append(svg("title", {}, `${d.day}: ${formatCount(d.estimate)} users (${range})`));
     chart.append(bar);
-    const center = x + step / 2;
-    chart.append(
-      svg("line", {
-        x1: center,
-        x2: center,
-        y1: height - (d.lower_95 / top) * height,
-        y2: height - (d.upper_95 / top) * height,
-        class: "whisker",
-      }),
-    );
+    const center = x + slot / 2;
+    if (!exact) {
+      chart.append(
+        svg("line", { x1: center, x2: center, y1: y(d.lower_95), y2: y(d.upper_95), class: "whisker" }),
+      );
+    }
     if (days.length <= 14 || i % Math.ceil(days.length / 10) === 0) {
       chart.append(svg("text", { x: center, y: height + 18, class: "tick" }, d.day.slice(5)));
       chart.append(
-        svg("text", { x: center, y: height - barHeight - 4, class: "value" }, formatCount(d.estimate)),
+        svg("text", { x: center, y: y(d.estimate) - 4, class: "value" }, formatCount(d.estimate)),
       );
     }
   });
   $("#chart").replaceChildren(chart);
+}
+
+// "exact" for an exact answer (its bounds are the estimate), else the 95% range.
+function rangeOf(answer) {
+  if (answer.lower_95 === answer.upper_95) return "exact";
+  return `${formatCount(answer.lower_95)} – ${formatCount(answer.upper_95)}`;
 }
 
 // --- saved audiences and overlaps -------------------------------------------------------------
@@ -815,6 +998,8 @@ function activationControls(audience) {
       });
       await loadSaved();
     } catch (error) {
+      const field = { segment, ttl_days: ttl }[fieldOf(error.path)];
+      if (field && error.status === 400) field.setAttribute("aria-invalid", "true");
       showMessage(status, error);
     }
   });
@@ -831,6 +1016,10 @@ function updateOverlapButton() {
 async function saveCurrent(event) {
   event.preventDefault();
   const name = $("#save-name").value;
+  if (!validCriteria()) {
+    $("#save-status").textContent = "Correct the highlighted criterion before saving.";
+    return;
+  }
   try {
     await api("POST", "/v1/audiences/saved", { name, query: buildTree() });
     $("#save-status").textContent = `saved "${name}"`;
@@ -889,7 +1078,6 @@ async function openSaved(audience) {
       "This audience was made through the API with a shape the builder cannot show: open it with the API.";
     return;
   }
-  $("#app").value = presets[0].app_id;
   clearCriteria();
   for (const preset of presets) addCriterion(preset);
 }
@@ -917,7 +1105,7 @@ async function showOverlap() {
       row.append(
         text("td", label),
         text("td", formatCount(value.estimate), "users"),
-        text("td", `${formatCount(value.lower_95)} – ${formatCount(value.upper_95)}`),
+        text("td", rangeOf(value)),
       );
       return row;
     }),
@@ -1013,10 +1201,6 @@ document.addEventListener("DOMContentLoaded", () => {
   $("#key-form").addEventListener("submit", (event) => {
     event.preventDefault();
     connect($("#api-key").value.trim());
-  });
-  $("#app").addEventListener("change", () => {
-    clearCriteria();
-    addCriterion();
   });
   $("#add-criterion").addEventListener("click", () => addCriterion());
   $("#save-form").addEventListener("submit", saveCurrent);

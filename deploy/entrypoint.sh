@@ -1,0 +1,48 @@
+#!/bin/sh
+# The image's entrypoint: one role per long-running service, each the project's own command
+# with the image's paths and ports; any other command runs as given (`profiles --version`).
+# Arguments after the role are added to its command.
+set -eu
+
+workspace="${PROFILES_WORKSPACE:-/opt/profiles/deploy/workspace.grpc.yaml}"
+role="${1:-help}"
+[ "$#" -gt 0 ] && shift
+
+case "$role" in
+webserver)
+    exec dagster-webserver -w "$workspace" -h 0.0.0.0 -p 3000 "$@" ;;
+daemon)
+    exec dagster-daemon run -w "$workspace" "$@" ;;
+code-server)
+    exec dagster api grpc -m profile_assets.definitions -h 0.0.0.0 \
+        -p "${DAGSTER_CODE_SERVER_PORT:-4266}" "$@" ;;
+serve)
+    exec profiles serve --host 0.0.0.0 --port 8080 --metrics-port 8081 --metrics-host 0.0.0.0 \
+        "$@" ;;
+hbase-gateway)
+    exec profiles hbase-gateway --host 0.0.0.0 --port 9090 --metrics-port 9191 \
+        --data-dir "${PROFILES_HBASE_DATA_DIR:-/var/lib/profiles/hbase}" "$@" ;;
+lake-sink)
+    exec profiles stream lake-sink --metrics-port 9192 --metrics-host 0.0.0.0 "$@" ;;
+live-profiles)
+    exec profiles stream live-profiles --metrics-port 9193 --metrics-host 0.0.0.0 "$@" ;;
+kafka)
+    exec profiles kafka --data-dir /var/lib/profiles/kafka --port 9092 "$@" ;;
+apache-hbase)
+    exec python -m profile_store.cli.launchers apache-hbase \
+        --data-dir /var/lib/profiles/apache-hbase --port 9090 "$@" ;;
+http-ok)
+    # A health check's probe: exit 0 when the URL answers 2xx (no curl in the image).
+    exec python -c 'import sys, urllib.request; urllib.request.urlopen(sys.argv[1], timeout=5)' \
+        "$@" ;;
+tcp-ok)
+    # ... and exit 0 when HOST PORT accepts a connection (Kafka, HBase's Thrift server).
+    exec python -c 'import socket, sys; socket.create_connection((sys.argv[1], int(sys.argv[2])), 5)' \
+        "$@" ;;
+help)
+    echo "roles: webserver daemon code-server serve hbase-gateway lake-sink live-profiles" \
+        "kafka apache-hbase, probes http-ok URL and tcp-ok HOST PORT; or any command, e.g." \
+        "profiles --version" ;;
+*)
+    exec "$role" "$@" ;;
+esac
