@@ -29,10 +29,6 @@ LOCATION = "profile_assets.definitions"
 class CodeServerServices(DagsterServices):
     """The webserver and daemon over the deployment's workspace, and the code server it names."""
 
-    def _start(self, name: str, command: list[str]) -> None:
-        workspace = [str(GRPC_WORKSPACE) if arg == "workspace.yaml" else arg for arg in command]
-        super()._start(name, workspace)
-
     def start_code_server(self, timeout_s: float = 180) -> None:
         port = self.env["DAGSTER_CODE_SERVER_PORT"]
         self._start(
@@ -83,6 +79,7 @@ def dagster(tmp_path_factory):
             "DAGSTER_CODE_SERVER_HOST": "127.0.0.1",
             "DAGSTER_CODE_SERVER_PORT": str(free_port()),
         },
+        workspace=GRPC_WORKSPACE,
     )
     try:
         services.start_code_server()
