@@ -130,6 +130,9 @@ class _ReconnectingClient:
                 connection.reconnect()
                 raise
 
+        # Kept: the next call of this name finds it without building it again (a reconnect
+        # makes a new client, and with it new calls).
+        setattr(self, name, call)
         return call
 
 
