@@ -68,6 +68,7 @@ COPY --chown=profiles:profiles examples/dagster.yaml /var/lib/dagster/dagster.ya
 ENV PATH=/opt/profiles/bin:$PATH \
     PROFILES_CACHE_DIR=/var/cache/adtech-profiles \
     DAGSTER_HOME=/var/lib/dagster \
+    DAGSTER_COMPUTE_LOGS_DIR=/var/lib/dagster/compute_logs \
     PROFILES_LAKE_ROOT=/var/lib/profiles/lake \
     PROFILES_HBASE_DATA_DIR=/var/lib/profiles/hbase \
     DAGSTER_CODE_SERVER_HOST=127.0.0.1 \

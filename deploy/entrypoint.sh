@@ -1,7 +1,8 @@
 #!/bin/sh
 # The image's entrypoint: one role per long-running service, each the project's own command
 # with the image's paths and ports; any other command runs as given (`profiles --version`).
-# Arguments after the role are added to its command.
+# Arguments after the role are added to its command. Every service shares the host's network, so
+# each port is a variable with the default shown (docs/deploying.md, "Ports").
 set -eu
 
 workspace="${PROFILES_WORKSPACE:-/opt/profiles/deploy/workspace.grpc.yaml}"
@@ -10,22 +11,26 @@ role="${1:-help}"
 
 case "$role" in
 webserver)
-    exec dagster-webserver -w "$workspace" -h 0.0.0.0 -p 3000 "$@" ;;
+    exec dagster-webserver -w "$workspace" -h 0.0.0.0 -p "${DAGSTER_WEBSERVER_PORT:-3000}" "$@" ;;
 daemon)
     exec dagster-daemon run -w "$workspace" "$@" ;;
 code-server)
     exec dagster api grpc -m profile_assets.definitions -h 0.0.0.0 \
         -p "${DAGSTER_CODE_SERVER_PORT:-4266}" "$@" ;;
 serve)
-    exec profiles serve --host 0.0.0.0 --port 8080 --metrics-port 8081 --metrics-host 0.0.0.0 \
+    exec profiles serve --host 0.0.0.0 --port "${PROFILES_SERVE_PORT:-8080}" \
+        --metrics-port "${PROFILES_SERVE_METRICS_PORT:-8081}" --metrics-host 0.0.0.0 \
         "$@" ;;
 hbase-gateway)
-    exec profiles hbase-gateway --host 0.0.0.0 --port 9090 --metrics-port 9191 \
+    exec profiles hbase-gateway --host 0.0.0.0 --port "${HBASE_THRIFT_PORT:-9090}" \
+        --metrics-port "${PROFILES_GATEWAY_METRICS_PORT:-9191}" \
         --data-dir "${PROFILES_HBASE_DATA_DIR:-/var/lib/profiles/hbase}" "$@" ;;
 lake-sink)
-    exec profiles stream lake-sink --metrics-port 9192 --metrics-host 0.0.0.0 "$@" ;;
+    exec profiles stream lake-sink --metrics-port "${PROFILES_LAKE_SINK_METRICS_PORT:-9192}" \
+        --metrics-host 0.0.0.0 "$@" ;;
 live-profiles)
-    exec profiles stream live-profiles --metrics-port 9193 --metrics-host 0.0.0.0 "$@" ;;
+    exec profiles stream live-profiles --metrics-port "${PROFILES_LIVE_PROFILES_METRICS_PORT:-9193}" \
+        --metrics-host 0.0.0.0 "$@" ;;
 kafka)
     exec profiles kafka --data-dir /var/lib/profiles/kafka --port 9092 "$@" ;;
 apache-hbase)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shlex
 import subprocess
 import sys
 import time
@@ -58,6 +59,14 @@ def run(command: list[str]) -> subprocess.CompletedProcess:
     )
 
 
+def health_probe(name: str) -> list[str]:
+    """A service's health check (``CMD-SHELL``), its ports the defaults the compose tool puts
+    in place of ``${NAME:-default}``, as the words the container's shell runs."""
+    kind, command = SERVICES[name]["healthcheck"]["test"]
+    assert kind == "CMD-SHELL", (name, kind)
+    return shlex.split(re.sub(r"\$\{[A-Z_]+:-([^}]+)\}", r"\1", command))
+
+
 def with_port(probe: list[str], url: str) -> list[str]:
     """A health check's probe pointed at ``url`` instead of the port the image uses."""
     return [re.sub(r"^http://127\.0\.0\.1:\d+", url, part) for part in probe]
@@ -86,9 +95,7 @@ def test_each_services_role_is_a_real_command_of_the_project(name):
 
 @pytest.mark.parametrize("name", sorted(SERVICES))
 def test_each_service_has_a_health_check_that_is_a_real_command(name):
-    test = SERVICES[name]["healthcheck"]["test"]
-    assert test[0] == "CMD", test
-    probe = test[1:]
+    probe = health_probe(name)
     if probe[0] == IMAGE_ENTRYPOINT:
         assert probe[1] in {"http-ok", "tcp-ok"}, probe
     else:
@@ -98,7 +105,7 @@ def test_each_service_has_a_health_check_that_is_a_real_command(name):
 
 def test_the_health_checks_read_the_readiness_of_the_gateway_and_the_stream_jobs():
     for name in ("hbase-gateway", "lake-sink", "live-profiles"):
-        url = SERVICES[name]["healthcheck"]["test"][-1]
+        url = health_probe(name)[-1]
         assert urlsplit(url).path == "/readyz", (name, url)
 
 
@@ -124,7 +131,7 @@ def test_the_services_health_check_passes_once_its_role_serves(
     command = [*SERVICES["serve"]["command"], "--port", "0", "--metrics-port", "0"]
     command = [str(REPO / "examples" / "tenants.json") if "/secrets/" in c else c for c in command]
     url, _ = serve_process([str(ENTRYPOINT), *command])
-    completed = run(with_port(SERVICES["serve"]["healthcheck"]["test"][1:], url))
+    completed = run(with_port(health_probe("serve"), url))
     assert completed.returncode == 0, completed.stderr
 
 
@@ -142,7 +149,7 @@ def test_the_gateways_health_check_passes_once_its_role_serves(tmp_path):
             assert time.monotonic() < deadline, "the gateway wrote no ready file in 60 s"
             time.sleep(0.2)
         metrics_port = json.loads(ready.read_text())["metrics_port"]
-        probe = SERVICES["hbase-gateway"]["healthcheck"]["test"][1:]
+        probe = health_probe("hbase-gateway")
         completed = run(with_port(probe, f"http://127.0.0.1:{metrics_port}"))
         assert completed.returncode == 0, completed.stderr
     finally:
