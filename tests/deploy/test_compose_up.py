@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from dagster_services import free_port
 from image_build import PODMAN, PODMAN_GLOBAL_OPTIONS, REPO, host_limits
-from postgres_cluster import PostgresMissing, server_bindir, temporary_postgres
+from postgres_cluster import postgres_or_fail
 
 from profile_store.launchers.kafka_broker import KafkaBroker, KafkaStartError
 
@@ -101,11 +101,7 @@ def podman(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def postgres():
-    try:
-        server_bindir()
-    except PostgresMissing as missing:
-        pytest.fail(str(missing), pytrace=False)
-    with temporary_postgres() as cluster:
+    with postgres_or_fail() as cluster:
         yield cluster
 
 

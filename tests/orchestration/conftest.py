@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import pytest
-from postgres_cluster import PostgresMissing, server_bindir, temporary_postgres
+from postgres_cluster import postgres_or_fail
 
 
 @pytest.fixture(scope="module")
 def postgres():
     """A throwaway PostgreSQL cluster for the module; without the server binaries the module
     fails (never skips) with a line naming the package to install."""
-    try:
-        server_bindir()
-    except PostgresMissing as missing:
-        pytest.fail(str(missing), pytrace=False)
-    with temporary_postgres() as cluster:
+    with postgres_or_fail() as cluster:
         yield cluster
 
 

@@ -144,3 +144,17 @@ def temporary_postgres(
         if started:
             _run([str(bindir / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "stop"], log)
         shutil.rmtree(root, ignore_errors=True)
+
+
+@contextmanager
+def postgres_or_fail() -> Iterator[PostgresCluster]:
+    """``temporary_postgres`` for a fixture: without the server binaries the test fails (never
+    skips) with a line naming the package to install."""
+    import pytest
+
+    try:
+        server_bindir()
+    except PostgresMissing as missing:
+        pytest.fail(str(missing), pytrace=False)
+    with temporary_postgres() as cluster:
+        yield cluster
