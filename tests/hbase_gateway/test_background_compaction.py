@@ -118,6 +118,9 @@ def test_rematerializing_a_days_sketches_keeps_the_store_near_its_live_size(spar
         with hbase.connection() as connection:
             live = live_cells(connection.table(SKETCH_TABLE))
         assert live > 1_000
-        assert wait_for(lambda: stored_cells(hbase_dir, SKETCH_TABLE) <= 1.5 * live)
+        # The gateway compacts in the background: a bound for a machine under the whole suite's
+        # load (30 s was missed at a load average of 14 on two cores), not a speed.
+        near_live = lambda: stored_cells(hbase_dir, SKETCH_TABLE) <= 1.5 * live  # noqa: E731
+        assert wait_for(near_live, timeout_s=300), (stored_cells(hbase_dir, SKETCH_TABLE), live)
     finally:
         hbase.close()
