@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
@@ -157,7 +157,15 @@ def build_day_edges(
     keys_uri = storage.spark_uri(day_dir(IDENTITY_KEYS, day))
     day_keys(events, rules).coalesce(4).write.mode("overwrite").parquet(keys_uri)
     profiles_uri = storage.spark_uri(day_dir(IDENTITY_PROFILES, day))
-    day_profiles(events).coalesce(4).write.mode("overwrite").parquet(profiles_uri)
+    # Counted while written (an observation of the write), not by a job reading them back.
+    profiles_written = Observation("identity_profiles")
+    (
+        day_profiles(events)
+        .observe(profiles_written, F.count(F.lit(1)).alias("rows"))
+        .coalesce(4)
+        .write.mode("overwrite")
+        .parquet(profiles_uri)
+    )
 
     keys = spark.read.schema(KEYS_SCHEMA).parquet(keys_uri)
     since = None if rules.history_days is None else day - timedelta(days=rules.history_days - 1)
@@ -194,7 +202,7 @@ def build_day_edges(
     ]
     present = alt_id_kinds_present(events)
     return EdgesSummary(
-        profiles=spark.read.schema(PROFILES_SCHEMA).parquet(profiles_uri).count(),
+        profiles=int(profiles_written.get["rows"]),
         keys=keys.select("key_type", "key").distinct().count(),
         edges=sum(by_rule.values()),
         edges_by_rule=by_rule,

@@ -1,0 +1,34 @@
+"""What ``identity_edges`` records of a day (``build_day_edges``' summary), counted exactly."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+
+from profile_store.events.schema import EVENTS_SCHEMA
+from profile_store.identity.pipeline import build_day_edges
+from profile_store.identity.rules import BridgingRules
+from profile_store.lake.layout import events_day
+from profile_store.lake.storage import LocalLakeStorage
+
+DAY = date(2026, 11, 1)
+AT = datetime(2026, 11, 1, 9, 30)
+
+
+def event(n: int, user: str, member: str | None = None) -> tuple:
+    return (f"e{n}", "app", user, "cookie", AT, "open", None, member, None, None, None)
+
+
+def test_the_summary_counts_each_profile_of_the_day_once(spark, tmp_path):
+    # Three profiles over five events: d1 and d2 share a login, d3 has none.
+    rows = [
+        event(1, "d1", "ann"),
+        event(2, "d1", "ann"),
+        event(3, "d2", "ann"),
+        event(4, "d3"),
+        event(5, "d3"),
+    ]
+    storage = LocalLakeStorage(tmp_path)
+    spark.createDataFrame(rows, EVENTS_SCHEMA).write.parquet(storage.spark_uri(events_day(DAY)))
+    summary = build_day_edges(spark, storage, DAY, BridgingRules())
+    assert summary.profiles == 3
+    assert summary.edges == 1
