@@ -31,6 +31,9 @@ load (printed), CPU-seconds less so but they grow too when the cores are oversub
 counts do not depend on it::
 
     .venv/bin/python bench/daily_run.py --whole-graph --days 1 --events-per-day 1000000
+
+Spark's variables (``SPARK_MASTER``, ``SPARK_CONF_JSON``, ...) are taken from the environment, to
+try a setting; the lake and the store are always the bench's own.
 """
 
 from __future__ import annotations
@@ -112,8 +115,12 @@ class Runner:
         self.daily_assets = daily_assets
         self.definitions = [*daily_assets, *(defs.asset_checks if checks else [])]
         self.instance = DagsterInstance.ephemeral()
+        # Spark's settings from the environment (SPARK_MASTER, SPARK_CONF_JSON ...), so that a
+        # setting can be tried here; the lake and the store are always the bench's own.
+        spark_settings = {k: v for k, v in os.environ.items() if k.startswith("SPARK_")}
         self.resources = resources_from_env(
             {
+                **spark_settings,
                 "PROFILES_LAKE_ROOT": str(lake),
                 "PROFILES_HBASE_DATA_DIR": str(hbase_dir),
                 "PROFILES_START_DATE": START.isoformat(),
