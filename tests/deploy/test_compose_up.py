@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 from dagster_services import free_port
-from image_build import PODMAN, PODMAN_GLOBAL_OPTIONS, REPO, host_limits
+from image_build import PODMAN_GLOBAL_OPTIONS, REPO, host_limits, podman
 from postgres_cluster import postgres_or_fail
 
 from profile_store.launchers.kafka_broker import KafkaBroker, KafkaStartError
@@ -72,7 +72,7 @@ class Platform:
         """The run's failure events as the webserver shows them, for an assertion's message."""
         events = self.graphql(FAILURES, {"runId": run_id})["logsForRun"]["events"]
         failed = [e for e in events if "Failure" in e["__typename"]]
-        return json.dumps(failed, indent=1)[-6000:] or self.logs("code-server")
+        return json.dumps(failed, indent=1)[-6000:] if failed else self.logs("code-server")
 
     def wait_healthy(self, service: str, deadline: float) -> None:
         while (checked := self.healthy(service)).returncode != 0:
@@ -93,10 +93,6 @@ FAILURES = """query ($runId: ID!) { logsForRun(runId: $runId) { ... on EventConn
     events { __typename ... on MessageEvent { message }
              ... on ExecutionStepFailureEvent { stepKey error { message } }
              ... on RunFailureEvent { pipelineFailureError: error { message } } } } } }"""
-
-
-def podman(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run([*PODMAN, *args], capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="module")

@@ -524,14 +524,19 @@ def test_saved_audiences_open_in_the_overlap_view(service, page):
     screenshot(page, "audience-overlap.png")
 
 
-def test_an_audience_the_overlap_cannot_count_is_named_with_its_causes(service, page):
-    save_through_api(service, "Installers", INSTALLS)
-    save_through_api(service, "Size 42", SIZE_42)
+def show_overlap_of_every_saved_audience(page, service) -> None:
+    """Connect as the shop, tick every saved audience (two here) and ask for their overlap."""
     connect(page, service, SHOP_KEY)
     page.locator("#saved-list tbody tr").nth(1).wait_for()
     for box in page.locator("#saved-list .compare").all():
         box.check()
     page.click("#show-overlap")
+
+
+def test_an_audience_the_overlap_cannot_count_is_named_with_its_causes(service, page):
+    save_through_api(service, "Installers", INSTALLS)
+    save_through_api(service, "Size 42", SIZE_42)
+    show_overlap_of_every_saved_audience(page, service)
     expect(page.locator("#save-status > span")).to_have_text(
         '"Size 42" cannot be counted. No event of purchase carried size on 2026-11-01 to'
         " 2026-11-02. Open it to change its days or filters."
@@ -788,11 +793,7 @@ def test_an_overlap_refusal_says_each_cause_once(service, page):
     early_purchases = {**EARLY_INSTALLS, "event_type": "purchase"}
     save_through_api(service, "Installers", INSTALLS)
     save_through_api(service, "Early", {"intersection": [EARLY_INSTALLS, early_purchases]})
-    connect(page, service, SHOP_KEY)
-    page.locator("#saved-list tbody tr").nth(1).wait_for()
-    for box in page.locator("#saved-list .compare").all():
-        box.check()
-    page.click("#show-overlap")
+    show_overlap_of_every_saved_audience(page, service)
     expect(page.locator("#save-status > span")).to_have_text(
         '"Early" cannot be counted. No data yet for 2026-10-29 to 2026-10-31. Open it to change'
         " its days or filters."
