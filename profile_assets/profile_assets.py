@@ -15,7 +15,7 @@ from pydantic import Field
 
 from profile_assets.partitions import daily_partitions, previous_day
 from profile_store.hbase.pool import table_opener
-from profile_store.profiles.pipeline import CompactionSettings, compact_day
+from profile_store.profiles.pipeline import BULK_MIN_ROWS, CompactionSettings, compact_day
 from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table
 from resources.hbase import HBaseResource
@@ -50,6 +50,19 @@ class CompactionConfig(Config):
         "every profile, instead of folding the day into the day before.",
     )
 
+    profile_write: str = Field(
+        default="auto",
+        description="How profile rows reach HBase: 'bulk' (Spark writes cell files that the "
+        "embedded gateway's store adopts, one transaction per file), 'thrift' (puts from the "
+        "executors; the only path to an HBase Thrift server) or 'auto' (bulk from "
+        "bulk_min_rows rows on, when the store is the embedded gateway's).",
+    )
+    bulk_min_rows: int = Field(
+        default=BULK_MIN_ROWS,
+        description="With profile_write 'auto': rows from which the embedded gateway's store "
+        "takes them in bulk (fewer go by Thrift puts).",
+    )
+
     def settings(self) -> CompactionSettings:
         rules = parse_rules(rule.model_dump() for rule in self.segment_rules)
         return CompactionSettings(
@@ -58,6 +71,8 @@ class CompactionConfig(Config):
             max_associations=self.max_associations,
             weight_threshold=self.weight_threshold,
             full_recompute=self.full_recompute,
+            profile_write=self.profile_write,
+            bulk_min_rows=self.bulk_min_rows,
         )
 
 
@@ -97,6 +112,7 @@ def compacted_profiles(
         hbase.thrift_address(),
         day,
         config.settings(),
+        store_dir=hbase.data_dir if hbase.embedded else None,
     )
     context.log.info(
         f"{day} ({summary.mode}): {summary.rows_written:,} profile rows in "
@@ -106,6 +122,7 @@ def compacted_profiles(
         metadata={
             "dagster/row_count": summary.rows_written,
             "mode": summary.mode,
+            "profile_write": summary.write_path,
             "profiles_changed": summary.profiles_changed,
             "components_rewritten": summary.components_rewritten,
             "stale_cells_removed": summary.stale_cells_removed,

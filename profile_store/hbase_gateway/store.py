@@ -136,6 +136,27 @@ def group_rows(cells: list[StoredCell], reverse: bool = False) -> list[RowCells]
     return rows
 
 
+class TableWrite:
+    """Cells put and deleted in one of the store's write transactions, as HBase applies a put
+    (masked by later delete markers) and a column or family delete (removing the versions it
+    covers and leaving a marker)."""
+
+    def __init__(self, conn: sqlite3.Connection, info: TableInfo, store: Store) -> None:
+        self.conn = conn
+        self.info = info
+        self.cells = 0
+        self._store = store
+
+    def put(self, cells: list[StoredCell]) -> None:
+        self._store._apply_puts(self.conn, self.info, cells)
+        self.cells += len(cells)
+
+    def delete(self, deletes: list[tuple[bytes, int, bytes | None, int]]) -> None:
+        """``(row, family id, qualifier or None for the family, timestamp)``."""
+        self._store._apply_deletes(self.conn, self.info, deletes)
+        self.cells += len(deletes)
+
+
 class Store:
     """The gateway's storage engine; thread-safe, one instance per process and data dir."""
 
@@ -775,6 +796,15 @@ class Store:
             rows = sum(1 for _, mutations in batches if mutations)
             cause = show_bytes(name) if self.catalog.cached(name) is None else exc.message
             raise retries_exhausted(rows, cause) from exc
+
+    @contextlib.contextmanager
+    def table_write(self, name: bytes) -> Iterator[TableWrite]:
+        """One write transaction on table ``name`` for a writer outside the Thrift handler (a
+        bulk load, ``bulk_load.py``): after every acknowledged batch, committed on exit."""
+        with self._write() as conn:
+            write = TableWrite(conn, self.catalog.writable(name), self)
+            yield write
+            self._count_written(conn, write.info, write.cells)
 
     def delete_row(self, name: bytes, row: bytes, timestamp: int | None = None) -> None:
         """Delete every family of ``row`` at or before ``timestamp`` (deleteAllRow[Ts])."""

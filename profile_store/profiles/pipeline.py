@@ -11,6 +11,7 @@ with ``full_recompute``) from every event up to the day.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -57,6 +58,7 @@ from profile_store.lake.layout import (
     events_day,
 )
 from profile_store.lake.storage import LakeStorage
+from profile_store.profiles.bulk_profiles import bulk_replace_profiles
 from profile_store.profiles.compaction import (
     changed_profiles,
     compacted_rows,
@@ -105,6 +107,10 @@ REVOKES_SCHEMA = StructType(
 )
 
 
+PROFILE_WRITES = ("auto", "bulk", "thrift")
+BULK_MIN_ROWS = 5_000
+
+
 @dataclass(frozen=True)
 class CompactionSettings:
     rules: tuple[SegmentRule, ...]
@@ -113,8 +119,20 @@ class CompactionSettings:
     weight_threshold: float = 0.9
     full_recompute: bool = False
     table_name: str = PROFILE_TABLE
+    profile_write: str = "auto"
+    """How profile rows reach the store: ``bulk`` (cell files the embedded gateway's store
+    adopts, ``bulk_profiles``), ``thrift`` (puts from the executors) or ``auto`` (bulk from
+    ``bulk_min_rows`` rows on when the store is the embedded gateway's)."""
+    bulk_min_rows: int = BULK_MIN_ROWS
 
     def __post_init__(self) -> None:
+        if self.profile_write not in PROFILE_WRITES:
+            raise ValueError(
+                f"profile_write must be one of {', '.join(PROFILE_WRITES)}, "
+                f"got {self.profile_write!r}"
+            )
+        if self.bulk_min_rows < 0:
+            raise ValueError(f"bulk_min_rows must be >= 0, got {self.bulk_min_rows}")
         if not 0 < self.half_life_days <= 3650:
             raise ValueError(f"half_life_days must be in (0, 3650], got {self.half_life_days}")
         if self.max_associations < 0:
@@ -124,10 +142,28 @@ class CompactionSettings:
     def half_life_ms(self) -> int:
         return int(round(self.half_life_days * DAY_MS))
 
+    def write_path(self, store_dir: str | None, rows: int) -> str:
+        """``bulk`` or ``thrift`` for ``rows`` profile rows; ``store_dir``: the embedded
+        gateway's store, None when HBase is a Thrift server (no bulk path there)."""
+        if self.profile_write == "thrift":
+            return "thrift"
+        if store_dir is None:
+            if self.profile_write == "bulk":
+                raise ValueError(
+                    "profile_write 'bulk' needs the embedded gateway's store (HBASE_THRIFT_HOST "
+                    "unset); against an HBase Thrift server the rows are written by puts: use "
+                    "'auto' or 'thrift'"
+                )
+            return "thrift"
+        if self.profile_write == "bulk" or rows >= self.bulk_min_rows:
+            return "bulk"
+        return "thrift"
+
 
 @dataclass(frozen=True)
 class CompactionSummary:
     mode: str  # "incremental" | "full"
+    write_path: str  # "bulk" | "thrift"
     profiles_changed: int
     rows_written: int
     components_rewritten: int
@@ -139,6 +175,11 @@ class CompactionSummary:
     live_cells_superseded: int
     profiles_with_segments: int
     segment_members: dict[str, int] = field(default_factory=dict)
+
+
+def _prefixed(address: ThriftAddress, table_name: str) -> str:
+    """The table's name in the store: happybase's ``table_prefix`` joined with ``_``."""
+    return f"{address.table_prefix}_{table_name}" if address.table_prefix else table_name
 
 
 def end_of_day_ms(day: date) -> int:
@@ -331,12 +372,14 @@ def compact_day(
     address: ThriftAddress,
     day: date,
     settings: CompactionSettings,
+    store_dir: str | None = None,
 ) -> CompactionSummary:
     """Fold ``day`` into the profile state and rewrite the changed components in HBase.
 
     ``open_table()``: a context manager yielding the happybase ``profiles`` table, which must
     exist (``table.ensure_table``), for the driver's reads and deletes; ``address``: where
-    executors write. Requires the day's identity components.
+    executors write; ``store_dir``: the embedded gateway's store, which profile rows may be
+    loaded into in bulk (``settings.write_path``). Requires the day's identity components.
     """
     assignment_dir = day_dir(IDENTITY_COMPONENTS, day)
     if not storage.exists(assignment_dir):
@@ -422,7 +465,16 @@ def compact_day(
     )
     # Computed once, streaming into the writers: rows is one row per member, so the day's
     # compacted_profiles output below is members', with no need to keep rows around.
-    written, stale = write_profiles(rows, address, settings.table_name, h, as_of)
+    write_path = settings.write_path(store_dir, members.count())
+    # One timestamp for every put and delete of the rows, on either path: a retried batch
+    # writes the same versions, and both paths leave the same table.
+    timestamp = int(time.time() * 1000)
+    if write_path == "bulk":
+        written, stale = bulk_replace_profiles(
+            rows, store_dir, _prefixed(address, settings.table_name), h, as_of, timestamp
+        )
+    else:
+        written, stale = write_profiles(rows, address, settings.table_name, h, as_of, timestamp)
 
     surviving = _not_suppressed(
         surviving_edges(spark, storage, day, settings.weight_threshold),
@@ -460,6 +512,7 @@ def compact_day(
     }
     return CompactionSummary(
         mode="incremental" if incremental else "full",
+        write_path=write_path,
         profiles_changed=changed.count(),
         rows_written=written,
         components_rewritten=members.select("master").distinct().count(),

@@ -63,19 +63,21 @@ def _stale_columns(current: dict[bytes, bytes], new: dict[bytes, bytes]) -> list
     ]
 
 
-def replace_profiles(table, rows: list[ProfileRow]) -> int:
+def replace_profiles(table, rows: list[ProfileRow], timestamp: int | None = None) -> int:
     """Write ``rows`` as one read and one batch; returns the number of stale cells deleted.
 
     Only the cells whose value differs from the stored one are put: most of a person's row
     (type, first seen, id type, master, linked ids, often the segments) is the same from one
     day to the next, and every cell not written is HBase work saved (a put, a version to
     compact away). ``s:as_of`` changes with every compaction, so every row is still touched.
-    A row whose stored ``s:as_of`` is later than the new row's is left as it is.
+    A row whose stored ``s:as_of`` is later than the new row's is left as it is. With a
+    ``timestamp`` every put and delete carries it (``mutateRowsTs``), as a bulk load's do
+    (``bulk_profiles``); without, the server's clock.
     """
     keys = [profile_key(row.profile) for row in rows]
     current = dict(table.rows(keys, columns=[b"s", b"g", b"f", b"a"]))
     stale = 0
-    with table.batch() as batch:
+    with table.batch(timestamp=timestamp) as batch:
         for key, row in zip(keys, rows, strict=True):
             stored = current.get(key, {})
             if AS_OF in stored and decode_ms(stored[AS_OF]) > row.as_of_ms:
@@ -100,6 +102,7 @@ def _write_profiles(
     chunk: int,
     half_life_ms: int,
     as_of_ms: int,
+    timestamp: int | None,
 ) -> tuple[int, int]:
     connection = ThriftAddress(**address).connect()
     written = stale = 0
@@ -107,7 +110,7 @@ def _write_profiles(
         table = connection.table(table_name)
         while part := list(islice(rows, chunk)):
             stale += replace_profiles(
-                table, [profile_row(row, half_life_ms, as_of_ms) for row in part]
+                table, [profile_row(row, half_life_ms, as_of_ms) for row in part], timestamp
             )
             written += len(part)
     finally:
@@ -121,14 +124,18 @@ def write_profiles(
     table_name: str,
     half_life_ms: int,
     as_of_ms: int,
+    timestamp: int | None = None,
     chunk: int = 500,
 ) -> tuple[int, int]:
-    """Replace every row of ``rows`` (``compacted_rows``); returns (rows, stale cells removed)."""
+    """Replace every row of ``rows`` (``compacted_rows``) through Thrift, from the executors;
+    returns (rows, stale cells removed)."""
     settings = asdict(address)
     # In key order, each chunk's new cells land in neighbouring pages of the store, not all over.
     written, stale = sum_over_partitions(
         rows.sortWithinPartitions("profile"),
-        lambda part: _write_profiles(part, settings, table_name, chunk, half_life_ms, as_of_ms),
+        lambda part: _write_profiles(
+            part, settings, table_name, chunk, half_life_ms, as_of_ms, timestamp
+        ),
         ("written", "stale"),
     )
     return written, stale

@@ -1,10 +1,10 @@
 """The daily pipeline on Apache HBase writes what it writes on the embedded gateway.
 
 Two generated days run through every asset twice, once with ``HBASE_THRIFT_HOST`` pointing at
-the standalone Apache HBase and once on the embedded gateway (each over its own copy of the
-same landing files); then the ``sketches`` and ``profiles`` tables are compared cell by cell
-(timestamps aside), and audience answers and profile reads through the product's own readers
-must be identical.
+the standalone Apache HBase and once on the embedded gateway with the profile rows loaded in
+bulk (each over its own copy of the same landing files); then the ``sketches`` and ``profiles``
+tables are compared cell by cell (timestamps aside), and audience answers and profile reads
+through the product's own readers must be identical.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def without_timing(body: dict) -> dict:
     return {key: value for key, value in body.items() if key != "elapsed_ms"}
 
 
-def run_days(environment: dict[str, str]) -> None:
+def run_days(environment: dict[str, str], run_config: dict | None = None) -> None:
     resources = resources_from_env(environment)
     instance = DagsterInstance.ephemeral()
     try:
@@ -87,6 +87,7 @@ def run_days(environment: dict[str, str]) -> None:
                 partition_key=day,
                 resources=resources,
                 instance=instance,
+                run_config=run_config,
             )
             assert result.success, f"daily pipeline failed for {day}"
             failed = [e.check_name for e in result.get_asset_check_evaluations() if not e.passed]
@@ -110,8 +111,10 @@ def both(spark, apache_hbase, tmp_path_factory):
         shutil.copytree(source / LANDING, lakes[backend] / LANDING)
     gateway_dir = tmp_path_factory.mktemp("gateway_hbase")
     common = {"SPARK_SHUFFLE_PARTITIONS": "2"}
+    # The gateway's profile rows loaded in bulk, Apache HBase's put by Thrift (its only path).
+    in_bulk = {"ops": {"compacted_profiles": {"config": {"profile_write": "bulk"}}}}
     run_days({**common, "PROFILES_LAKE_ROOT": str(lakes["gateway"]),
-              "PROFILES_HBASE_DATA_DIR": str(gateway_dir)})  # fmt: skip
+              "PROFILES_HBASE_DATA_DIR": str(gateway_dir)}, in_bulk)  # fmt: skip
     run_days({**common, "PROFILES_LAKE_ROOT": str(lakes["apache"]), **apache_hbase.environment()})
 
     from profile_store.hbase_gateway.process import EmbeddedGateway
