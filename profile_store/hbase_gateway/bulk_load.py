@@ -20,8 +20,8 @@ spans two files (Spark writes one file per partition, and a row's cells come fro
 row), so every row changes atomically; a file's transaction keeps other writers waiting only
 for that file, not for the whole load.
 
-A file has the columns ``row`` (binary), ``family`` (string), ``qualifier`` (binary) and
-``value`` (binary); a cell repeated in a file keeps its last value.
+A batch (a file's cells, as Arrow) has the columns ``row`` (binary), ``family`` (string),
+``qualifier`` (binary) and ``value`` (binary); a cell repeated in a batch keeps its last value.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import pyarrow.parquet as pq
+import pyarrow as pa
 
 from .errors import GatewayIllegalArgument
 from .schema import parse_column
@@ -54,7 +54,7 @@ class RowReplacement:
 
 @dataclass(frozen=True)
 class BulkLoadResult:
-    files: int
+    batches: int
     rows: int
     rows_kept: int
     """Rows left as they were by the guard."""
@@ -75,24 +75,25 @@ def cell_files(directory: Path) -> list[Path]:
 def load_replacing_rows(
     store: Store,
     table: bytes,
-    files: Iterable[Path],
+    batches: Iterable[pa.Table],
     replacement: RowReplacement,
     timestamp: int,
 ) -> BulkLoadResult:
-    """Adopt ``files`` into ``table``, each in one transaction (see the module's docstring)."""
+    """Adopt ``batches`` of cells (``CELL_COLUMNS``, whole rows each: a file's) into
+    ``table``, each in one transaction (see the module's docstring)."""
     if not 0 <= timestamp < 2**63 - 1:
         raise GatewayIllegalArgument(f"bulk load timestamp out of range: {timestamp}")
-    files = list(files)
     totals = [0, 0, 0, 0]
-    for path in files:
-        cells = pq.read_table(path, columns=list(CELL_COLUMNS))
+    count = 0
+    for cells in batches:
+        count += 1
         if cells.num_rows == 0:
             continue
         with store.table_write(table) as write:
             _check_no_ttl(write)
             counts = _replace_rows(write, cells, replacement, timestamp)
         totals = [a + b for a, b in zip(totals, counts, strict=True)]
-    return BulkLoadResult(len(files), *totals)
+    return BulkLoadResult(count, *totals)
 
 
 def _check_no_ttl(write: TableWrite) -> None:

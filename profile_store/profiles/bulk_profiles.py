@@ -12,8 +12,13 @@ from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -30,6 +35,9 @@ from profile_store.profiles.table import AS_OF, MASTER, PROFILE_PREFIX, TYPE_PRO
 PROFILE_REPLACEMENT = RowReplacement(families=REPLACED, columns=(MASTER,), guard=AS_OF)
 STAGING_PREFIX = "bulk-load-"
 """Staging directories under the store's data directory; a load removes its own."""
+ABANDONED_AFTER_S = 24 * 3600
+"""A staging directory this old was left by a load that died (``kill -9``): the next load
+removes it. Loads of several days may run at once, so a younger one may be in use."""
 
 
 def _utf8(column: Column | str) -> Column:
@@ -41,29 +49,18 @@ def _decimal(column: Column | str) -> Column:
     return _utf8(F.col(column).cast("string") if isinstance(column, str) else column.cast("string"))
 
 
-def _int64(column: Column) -> Column:
-    """8 bytes, big-endian two's complement."""
-    return F.unhex(F.lpad(F.hex(column.cast("bigint")), 16, "0"))
-
-
-def _float64(column: Column) -> Column:
-    """8 bytes, big-endian IEEE 754, as ``struct.pack('>d')``."""
-    bits = F.call_function(
-        "java_method",
-        F.lit("java.lang.Double"),
-        F.lit("doubleToRawLongBits"),
-        column.cast("double"),
-    )
-    return _int64(bits.cast("bigint"))
-
-
-def _cell(family: str, qualifier: Column, value: Column) -> Column:
+def _cell(family: str, qualifier: Column, value: Column, counter: Column | None = None) -> Column:
+    if counter is None:
+        counter = F.lit(None).cast("struct<value:double,last_ms:bigint>")
     return F.struct(
-        F.lit(family).alias("family"), qualifier.alias("qualifier"), value.alias("value")
+        F.lit(family).alias("family"),
+        qualifier.alias("qualifier"),
+        value.alias("value"),
+        counter.alias("counter"),
     )
 
 
-def profile_cell_frame(rows: DataFrame, half_life_ms: int, as_of_ms: int) -> DataFrame:
+def profile_cell_frame(rows: DataFrame, as_of_ms: int) -> DataFrame:
     """The cells of ``compacted_rows`` as ``(row, family, qualifier, value)``, byte for byte
     ``table.profile_cells`` of ``profile_writer.profile_row``."""
     own = [
@@ -76,11 +73,13 @@ def profile_cell_frame(rows: DataFrame, half_life_ms: int, as_of_ms: int) -> Dat
     master = F.when(
         F.col("master") != F.col("profile"),
         F.array(_cell("s", F.lit(b"master"), _utf8("master"))),
-    ).otherwise(F.array().cast("array<struct<family:string,qualifier:binary,value:binary>>"))
+    ).otherwise(F.array().cast(f"array<{_CELL_TYPE}>"))
     segments = F.transform(
         F.map_entries(F.coalesce("segments", F.create_map().cast("map<string,bigint>"))),
         lambda entry: _cell("g", _utf8(entry["key"]), _decimal(entry["value"])),
     )
+    # A counter's value is a double: its 8 bytes are packed in Arrow (``counter_values``), as
+    # Spark SQL has no function giving a double's bits.
     counters = F.transform(
         F.map_entries(
             F.coalesce(
@@ -88,15 +87,7 @@ def profile_cell_frame(rows: DataFrame, half_life_ms: int, as_of_ms: int) -> Dat
                 F.create_map().cast("map<string,struct<value:double,last_ms:bigint>>"),
             )
         ),
-        lambda entry: _cell(
-            "f",
-            _utf8(entry["key"]),
-            F.concat(
-                _float64(entry["value"]["value"]),
-                _int64(entry["value"]["last_ms"]),
-                _int64(F.lit(int(half_life_ms))),
-            ),
-        ),
+        lambda entry: _cell("f", _utf8(entry["key"]), F.lit(None).cast("binary"), entry["value"]),
     )
     associations = F.transform(
         F.coalesce("associations", F.array()),
@@ -108,7 +99,39 @@ def profile_cell_frame(rows: DataFrame, half_life_ms: int, as_of_ms: int) -> Dat
     return rows.select(
         F.concat(F.lit(PROFILE_PREFIX), _utf8("profile")).alias("row"),
         F.explode(cells).alias("cell"),
-    ).select("row", "cell.family", "cell.qualifier", "cell.value")
+    ).select("row", "cell.family", "cell.qualifier", "cell.value", "cell.counter")
+
+
+_CELL_TYPE = (
+    "struct<family:string,qualifier:binary,value:binary,"
+    "counter:struct<value:double,last_ms:bigint>>"
+)
+_COUNTER = np.dtype([("value", ">f8"), ("last_ms", ">i8"), ("half_life_ms", ">i8")])
+
+
+def counter_values(cells: pa.Table, half_life_ms: int) -> pa.Table:
+    """``cells`` of ``profile_cell_frame`` with each counter's value packed as
+    ``table.encode_counter`` packs it (big-endian double, time, half-life), for the store."""
+    counter = cells.column("counter").combine_chunks()
+    is_counter = counter.is_valid()
+    if not pc.any(is_counter).as_py():
+        return cells.select(["row", "family", "qualifier", "value"])
+    packed = np.zeros(len(cells), dtype=_COUNTER)
+    packed["value"] = counter.field("value").fill_null(0.0).to_numpy(zero_copy_only=False)
+    packed["last_ms"] = counter.field("last_ms").fill_null(0).to_numpy(zero_copy_only=False)
+    packed["half_life_ms"] = half_life_ms
+    encoded = pa.FixedSizeBinaryArray.from_buffers(
+        pa.binary(_COUNTER.itemsize), len(cells), [None, pa.py_buffer(packed.tobytes())]
+    ).cast(pa.binary())
+    value = pc.if_else(is_counter, encoded, cells.column("value").combine_chunks())
+    return pa.table(
+        {
+            "row": cells.column("row"),
+            "family": cells.column("family"),
+            "qualifier": cells.column("qualifier"),
+            "value": value,
+        }
+    )
 
 
 def bulk_replace_profiles(
@@ -123,28 +146,42 @@ def bulk_replace_profiles(
     returns (rows, stale cells removed), as ``profile_writer.write_profiles``."""
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
+    remove_abandoned_staging(store_dir)
     staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=store_dir))
     try:
-        cells = profile_cell_frame(rows, half_life_ms, as_of_ms)
+        cells = profile_cell_frame(rows, as_of_ms)
         (
             cells.write.mode("overwrite")
             .option("maxRecordsPerFile", 0)  # a row's cells stay in one file
             .parquet(staging.resolve().as_uri())
         )
-        result = load_profiles(store_dir, table_name, cell_files(staging), timestamp)
+        result = load_profiles(store_dir, table_name, cell_files(staging), half_life_ms, timestamp)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return result.rows, result.cells_deleted
 
 
+def remove_abandoned_staging(store_dir: Path, now: float | None = None) -> list[Path]:
+    """Remove the staging directories older than ``ABANDONED_AFTER_S``; returns them."""
+    now = time.time() if now is None else now
+    removed = []
+    for staging in store_dir.glob(f"{STAGING_PREFIX}*"):
+        if staging.is_dir() and now - staging.stat().st_mtime > ABANDONED_AFTER_S:
+            shutil.rmtree(staging, ignore_errors=True)
+            removed.append(staging)
+    return removed
+
+
 def load_profiles(
-    store_dir: str | Path, table_name: str, files: list[Path], timestamp: int
+    store_dir: str | Path, table_name: str, files: list[Path], half_life_ms: int, timestamp: int
 ) -> BulkLoadResult:
-    """Adopt cell files of profile rows into ``table_name`` of the store at ``store_dir``."""
+    """Adopt cell files of profile rows (``profile_cell_frame``) into ``table_name`` of the
+    store at ``store_dir``, each file in one transaction."""
+    batches = (counter_values(pq.read_table(path), half_life_ms) for path in files)
     store = Store(store_dir)
     try:
         return load_replacing_rows(
-            store, table_name.encode(), files, PROFILE_REPLACEMENT, timestamp
+            store, table_name.encode(), batches, PROFILE_REPLACEMENT, timestamp
         )
     finally:
         store.close()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 import happybase
 import pytest
 from bulk_profile_rows import (
@@ -19,9 +22,12 @@ from bulk_profile_rows import (
 from profile_store.hbase_gateway.errors import GatewayIOError
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.profiles.bulk_profiles import (
+    ABANDONED_AFTER_S,
     STAGING_PREFIX,
+    counter_values,
     load_profiles,
     profile_cell_frame,
+    remove_abandoned_staging,
 )
 from profile_store.profiles.profile_writer import profile_row
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table, profile_cells, profile_key
@@ -45,11 +51,11 @@ def gateway_table(tmp_path):
 
 @pytest.mark.parametrize("rows", [DAY_2, DAY_3], ids=["day 2", "day 3"])
 def test_spark_computes_the_cells_of_every_row_byte_for_byte(spark, rows) -> None:
-    cells = profile_cell_frame(frame(spark, rows), HALF_LIFE, 4 * DAY).collect()
+    cells = counter_values(profile_cell_frame(frame(spark, rows), 4 * DAY).toArrow(), HALF_LIFE)
     got: dict[bytes, dict[bytes, bytes]] = {}
-    for cell in cells:
-        column = cell.family.encode() + b":" + bytes(cell.qualifier)
-        got.setdefault(bytes(cell.row), {})[column] = bytes(cell.value)
+    for cell in cells.to_pylist():
+        column = cell["family"].encode() + b":" + cell["qualifier"]
+        got.setdefault(cell["row"], {})[column] = cell["value"]
     expected: dict[bytes, dict[bytes, bytes]] = {}
     for row in rows:
         pairs = {
@@ -96,8 +102,18 @@ def test_a_bulk_load_removes_its_staging_directory(spark, gateway_table) -> None
     assert not list(bulk_dir.glob(f"{STAGING_PREFIX}*"))
 
 
+def test_a_staging_directory_left_by_a_dead_load_goes_after_a_day(tmp_path) -> None:
+    old, young = tmp_path / f"{STAGING_PREFIX}old", tmp_path / f"{STAGING_PREFIX}young"
+    old.mkdir(), young.mkdir()
+    now = time.time()
+    os.utime(old, (now - ABANDONED_AFTER_S - 60,) * 2)
+    assert remove_abandoned_staging(tmp_path, now) == [old]
+    assert not old.exists() and young.exists()
+
+
 def test_a_bulk_load_into_a_missing_table_fails_naming_it(spark, tmp_path) -> None:
     staging = tmp_path / "cells"
-    profile_cell_frame(frame(spark, DAY_2), HALF_LIFE, 3 * DAY).write.parquet(staging.as_uri())
+    profile_cell_frame(frame(spark, DAY_2), 3 * DAY).write.parquet(staging.as_uri())
+    files = sorted(staging.glob("*.parquet"))
     with pytest.raises(GatewayIOError, match="no_such_table"):
-        load_profiles(tmp_path / "store", "no_such_table", sorted(staging.glob("*.parquet")), 1)
+        load_profiles(tmp_path / "store", "no_such_table", files, HALF_LIFE, 1)
