@@ -110,29 +110,22 @@ def _measure(profiles: DataFrame) -> IdentityQuality:
         .join(component, "master")
         .join(person, "person_id")
     )
-    # One query for the four figures: one Spark action, and the shuffles of ``profiles`` its
-    # parts share (the components' sizes) run once.
-    totals = (
-        cells.agg(
-            _pairs(F.col("n")).alias("true_predicted"),
-            F.sum(F.col("n") * F.col("n") / F.col("size")).alias("bcubed_p"),
-            F.sum(F.col("n") * F.col("n") / F.col("person_size")).alias("bcubed_r"),
-            F.sum("n").alias("profiles"),
-        )
-        .crossJoin(component.agg(_pairs(F.col("size")).alias("predicted")))
-        .crossJoin(
-            linkable.groupBy("group")
-            .agg(F.count(F.lit(1)).alias("n"))
-            .agg(_pairs(F.col("n")).alias("linkable"))
-        )
-        .crossJoin(
-            linkable.groupBy("group", "master")
-            .agg(F.count(F.lit(1)).alias("n"))
-            .agg(_pairs(F.col("n")).alias("linked"))
-        )
-        .first()
+    totals = cells.agg(
+        _pairs(F.col("n")).alias("true_predicted"),
+        F.sum(F.col("n") * F.col("n") / F.col("size")).alias("bcubed_p"),
+        F.sum(F.col("n") * F.col("n") / F.col("person_size")).alias("bcubed_r"),
+        F.sum("n").alias("profiles"),
+    ).first()
+    predicted = component.agg(_pairs(F.col("size"))).first()[0]
+    linkable_pairs = (
+        linkable.groupBy("group").agg(F.count(F.lit(1)).alias("n")).agg(_pairs(F.col("n")))
+    ).first()[0]
+    linked = (
+        linkable.groupBy("group", "master")
+        .agg(F.count(F.lit(1)).alias("n"))
+        .agg(_pairs(F.col("n")))
+        .first()[0]
     )
-    predicted, linkable_pairs, linked = totals["predicted"], totals["linkable"], totals["linked"]
     count = int(totals["profiles"] or 0)
     return IdentityQuality(
         profiles=count,
