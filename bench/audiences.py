@@ -273,7 +273,9 @@ def main() -> int:
                 part = part.withColumn("date", F.lit(d.isoformat()))
                 stats = part if stats is None else stats.unionByName(part)
             decisions_uri = storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, day))
-            trim_decisions(stats, rule).coalesce(1).write.mode("overwrite").parquet(decisions_uri)
+            trim_decisions(stats, rule, len(window)).coalesce(1).write.mode("overwrite").parquet(
+                decisions_uri
+            )
             decisions = spark.read.parquet(decisions_uri)
 
             t0 = time.perf_counter()

@@ -94,7 +94,7 @@ def build(spark, gateway: EmbeddedGateway, days: list[date], events: int, users:
     for index, day in enumerate(days):
         frame = day_events(spark, index, events, users, seed).localCheckpoint(eager=True)
         stats = daily_attribute_stats(frame).withColumn("date", F.lit(day.isoformat()))
-        decisions = trim_decisions(stats, rule)
+        decisions = trim_decisions(stats, rule, days_in_window=1)
         rows = day_sketch_rows(frame, decisions, day_component(day)).localCheckpoint(eager=True)
         kinds.update({r.row_kind: r["count"] for r in rows.groupBy("row_kind").count().collect()})
         write_sketch_rows(rows, address, SKETCH_TABLE)

@@ -128,7 +128,7 @@ def trimmed_attributes(
         part = session.read.parquet(storage.spark_uri(day_dir(ATTRIBUTE_STATS, d)))
         part = part.withColumn("date", F.lit(d.isoformat()))
         stats = part if stats is None else stats.unionByName(part)
-    decisions = trim_decisions(stats, rule)
+    decisions = trim_decisions(stats, rule, len(present))
     target = storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, day))
     decisions.coalesce(1).write.mode("overwrite").parquet(target)
     written = session.read.schema(decisions.schema).parquet(target)

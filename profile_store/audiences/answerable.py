@@ -68,13 +68,14 @@ class Cause:
 def trim_rule(reason: str, measured: dict) -> str:
     """The keep rule's limit the attribute crossed, with its figures (those of the first day)."""
     distinct = measured["distinct_values"]
-    window = f"{measured['window_days']}-day window"
+    days = measured["window_days"]
+    window = f"{days} day" if days == 1 else f"{days} days"
     if reason == TOO_MANY_VALUES:
-        return f"{distinct} distinct values in the {window}, more than {measured['max_distinct']}"
+        return f"{distinct} distinct values in {window}, more than {measured['max_distinct']}"
     appearances = measured["appearances"]
     ratio = distinct / appearances if appearances else 1.0
     return (
-        f"{distinct} distinct values in {appearances} appearances in the {window}: a ratio of "
+        f"{distinct} distinct values in {appearances} appearances over {window}: a ratio of "
         f"{ratio:.2f}, not below {measured['max_distinct_ratio']}, with more than "
         f"{measured['few_values']} values, so it looks like an id"
     )

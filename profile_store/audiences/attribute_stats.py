@@ -64,10 +64,12 @@ def daily_attribute_stats(events: DataFrame) -> DataFrame:
     )
 
 
-def trim_decisions(window_stats: DataFrame, rule: TrimRule) -> DataFrame:
+def trim_decisions(window_stats: DataFrame, rule: TrimRule, days_in_window: int) -> DataFrame:
     """Merge the window's daily stats and decide, per (app, event, attribute), keep or trim.
 
-    ``window_stats`` holds the daily stats of every day in the window, with a ``date`` column.
+    ``window_stats`` holds the daily stats of every day in the window, with a ``date`` column;
+    ``days_in_window``: how many days it holds (fewer than the rule's window near the lake's
+    first day), recorded as ``window_days`` so that a refusal says what was measured.
     The null-attribute rows (events without attributes) are carried along, never kept: they
     say which (app, event type) pairs the window has seen. A trimmed attribute carries the
     limit it crossed (``trim_reason``: ``too_many_values`` or ``values_too_distinct``) and the
@@ -101,7 +103,7 @@ def trim_decisions(window_stats: DataFrame, rule: TrimRule) -> DataFrame:
         "days_seen",
         keep.alias("kept"),
         reason.alias("trim_reason"),
-        F.lit(rule.window_days).alias("window_days"),
+        F.lit(days_in_window).alias("window_days"),
         F.lit(rule.max_distinct).alias("max_distinct"),
         F.lit(rule.max_distinct_ratio).alias("max_distinct_ratio"),
         F.lit(rule.few_values).alias("few_values"),

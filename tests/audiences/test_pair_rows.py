@@ -40,7 +40,7 @@ def rows_by_limit(spark):
     """The day's sketch rows with the default pair limit, and with a limit of 4 value pairs."""
     events = spark.createDataFrame(EVENTS, SCHEMA)
     stats = daily_attribute_stats(events).withColumn("date", F.lit(DAY.isoformat()))
-    decisions = trim_decisions(stats, TrimRule())
+    decisions = trim_decisions(stats, TrimRule(), days_in_window=1)
     built = {}
     for limit in (2_000, 4):
         rows = day_sketch_rows(events, decisions, "20261101", max_pair_rows=limit).collect()

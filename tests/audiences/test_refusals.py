@@ -82,14 +82,14 @@ def test_an_attribute_trimmed_as_id_like_names_the_rule_and_its_figures(engine):
     assert refused.causes[0].measured[0] == {"day": "2017-11-06", **ID_LIKE_OS}
     assert refused.problem.startswith(
         "attribute 'os' of td.14/click cannot be filtered on: trimmed on 2017-11-06 (40 distinct "
-        "values in 45 appearances in the 1-day window: a ratio of 0.89, not below 0.1"
+        "values in 45 appearances over 1 day: a ratio of 0.89, not below 0.1"
     )
 
 
 def test_an_attribute_trimmed_for_its_many_values_says_so(engine):
     refused = refusal(engine, D7, D8, order_id="o-1")
     assert [c.reason for c in refused.causes] == [TOO_MANY_VALUES]
-    assert "(5000 distinct values in the 7-day window, more than 100)" in refused.problem
+    assert "(5000 distinct values in 7 days, more than 100)" in refused.problem
 
 
 def test_an_attribute_never_seen_is_told_apart_from_a_trimmed_one(engine):

@@ -28,7 +28,8 @@ def events(spark):
 
 
 def decisions(events, date="2026-11-01"):
-    return trim_decisions(daily_attribute_stats(events).withColumn("date", F.lit(date)), TrimRule())
+    stats = daily_attribute_stats(events).withColumn("date", F.lit(date))
+    return trim_decisions(stats, TrimRule(), days_in_window=1)
 
 
 def test_low_cardinality_attributes_are_kept_and_noisy_ones_trimmed(events):
@@ -65,7 +66,7 @@ def test_window_merges_days_before_deciding(spark):
         .withColumn("date", F.lit("2026-11-01"))
         .unionByName(daily_attribute_stats(day2).withColumn("date", F.lit("2026-11-02")))
     )
-    merged = trim_decisions(stats, TrimRule()).first()
+    merged = trim_decisions(stats, TrimRule(), days_in_window=2).first()
     assert merged.distinct_values == pytest.approx(120, abs=1)
     assert merged.appearances == 1200 and merged.days_seen == 2
     assert merged.kept is False  # 120 distinct over the window > 100
@@ -161,7 +162,7 @@ def test_aggregate_rows_carry_each_trimmed_attribute_with_its_figures(events):
             "reason": "too_many_values",
             "distinct_values": 800,
             "appearances": 800,
-            "window_days": 7,
+            "window_days": 1,
             "max_distinct": 100,
             "max_distinct_ratio": 0.1,
             "few_values": 20,

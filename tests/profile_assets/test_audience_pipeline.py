@@ -6,6 +6,7 @@ import contextlib
 import gzip
 import json
 import random
+import re
 from datetime import date
 
 import pytest
@@ -158,6 +159,13 @@ def test_small_sets_are_answered_exactly(spark, built, engine):
 def test_filter_on_a_trimmed_attribute_is_an_error_naming_the_days(built, engine):
     with pytest.raises(QueryError, match="order_id.*trimmed.*2026-11-01, 2026-11-02"):
         engine.estimate(leaf("view", attributes={"order_id": "x"}))
+
+
+def test_a_refusal_on_the_lakes_first_day_measures_the_one_day_its_window_holds(built, engine):
+    with pytest.raises(QueryError) as refused:
+        engine.estimate(leaf("view", attributes={"order_id": "x"}, date_to=DAYS[0]))
+    assert re.search(r"(in|over) 1 day[,:]", refused.value.problem), refused.value.problem
+    assert "7 days" not in refused.value.problem
 
 
 def test_days_without_sketches_are_an_error(built, engine):

@@ -32,8 +32,9 @@ class UnanswerableCause(BaseModel):
     measured: list[dict] = Field(
         description=(
             "For a trimmed attribute, per day: `day`, `distinct_values`, `appearances`, "
-            "`window_days` and the rule's limits (`max_distinct`, `max_distinct_ratio`, "
-            "`few_values`)."
+            "`window_days` (the days of the trimming window that were merged: fewer than 7 "
+            "near the lake's first day) and the rule's limits (`max_distinct`, "
+            "`max_distinct_ratio`, `few_values`)."
         )
     )
 
