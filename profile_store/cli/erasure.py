@@ -1,10 +1,13 @@
 """``profiles forget``: record an erasure request and take the person out of HBase at once.
 
 ```
-profiles forget ID [ID ...] [--key-type member_id] [--max-profiles N] [--lake ROOT] [--json]
+profiles forget ID [ID ...] [--key-type member_id] [--max-profiles N] [--lake ROOT] [--dry-run]
+                [--json]
 ```
 
-Prints the request id and what was deleted at once (counts only). The erasure step of the
+Prints the request id and what was deleted at once (counts only). ``--dry-run`` prints what
+the request would resolve (the person's profile ids and keys) and delete at once, and changes
+nothing. The erasure step of the
 daily schedule (or ``dagster asset materialize --select erasure``) does the rest. Exit codes as
 every command: 0 recorded; 1 HBase or the lake unusable (nothing recorded); 2 bad input, or a
 refused resolution (a quarantined key, more profiles than the bound; nothing recorded).
@@ -25,7 +28,7 @@ from profile_store.cli.conventions import (
     shorten_usage,
     table_pool,
 )
-from profile_store.erasure.forget import ForgetResult, forget
+from profile_store.erasure.forget import ForgetPreview, ForgetResult, forget, preview
 from profile_store.erasure.requests import (
     MAX_PROFILES_ENV,
     PROFILE_ID,
@@ -68,6 +71,12 @@ def add_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParse
         metavar="ROOT",
         help="directory or s3://bucket/prefix (default: PROFILES_LAKE_ROOT)",
     )
+    parser.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the resolution (profile ids, keys) and the rows it would delete at once; "
+        "record and change nothing",
+    )
     add_json_option(parser)
     add_hbase_options(parser)
     shorten_usage(parser)
@@ -85,6 +94,26 @@ def format_result(result: ForgetResult) -> str:
     return "\n".join([head, *counts, "the erasure step removes the rest from the lake"])
 
 
+def format_preview(result: ForgetPreview) -> str:
+    plan = result.plan
+    if not result.found:
+        head = "dry run, nothing changed: nothing found for these ids (they would be suppressed)"
+    else:
+        head = f"dry run, nothing changed: {len(plan['profiles'])} profile ids of the person"
+    keys = ", ".join(f"{kind} {key}" for kind, key in plan["keys"]) or "none"
+    lines = [
+        head,
+        f"  profiles: {', '.join(plan['profiles']) or 'none'}",
+        f"  keys: {keys}",
+        f"  ids to suppress: {plan['suppressed_ids']}",
+        f"  quarantined keys not followed: {plan['quarantined_keys_not_followed']}",
+        *(f"  would delete {name}: {count}" for name, count in result.immediate.as_dict().items()),
+        "without --dry-run the request is recorded, these rows deleted at once, and the erasure "
+        "step removes the rest from the lake",
+    ]
+    return "\n".join(lines)
+
+
 @reports_failures(PROFILE_TABLE)
 def run_forget(args: argparse.Namespace) -> int:
     try:
@@ -95,11 +124,22 @@ def run_forget(args: argparse.Namespace) -> int:
             bound = checked_max_profiles(args.max_profiles, "--max-profiles")
         lake = LakeSettings.from_env(root=args.lake)
         with table_pool(args, PROFILE_TABLE) as pool:
-            result = forget(lake.storage(), table_opener(pool, PROFILE_TABLE), given, None, bound)
+            opener = table_opener(pool, PROFILE_TABLE)
+            if args.dry_run:
+                planned = preview(lake.storage(), opener, given, bound)
+            else:
+                result = forget(lake.storage(), opener, given, None, bound)
     except ErasureRefused as exc:
         return fail(args, EXIT_INPUT, "erasure_refused", str(exc))
     except ErasureRequestError as exc:
         return fail(args, EXIT_INPUT, "invalid_request", str(exc))
+    if args.dry_run:
+        if args.as_json:
+            body = {"dry_run": True, "found": planned.found, **planned.plan}
+            print(json.dumps({**body, **planned.immediate.as_dict()}))
+        else:
+            print(format_preview(planned))
+        return EXIT_OK
     if args.as_json:
         body = {
             "request_id": result.request.request_id,

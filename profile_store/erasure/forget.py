@@ -17,7 +17,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from profile_store.erasure.profiles_table import delete_person
+from profile_store.erasure.profiles_table import ImmediateDeletion, delete_person, rows_of_person
 from profile_store.erasure.requests import (
     DEFAULT_MAX_PROFILES,
     ErasureRequest,
@@ -45,6 +45,30 @@ def plan_of(person: Person) -> dict:
         "suppressed_ids": len(person.suppressed_ids),
         "quarantined_keys_not_followed": len(person.quarantined),
     }
+
+
+@dataclass(frozen=True)
+class ForgetPreview:
+    """What ``forget`` would do, found without writing anything."""
+
+    plan: dict  # plan_of(person): what the request would name
+    found: bool
+    immediate: ImmediateDeletion  # the HBase rows and cells it would delete at once
+
+
+def preview(
+    storage: LakeStorage,
+    open_profiles_table: Callable[[], AbstractContextManager],
+    given: list[GivenId],
+    max_profiles: int = DEFAULT_MAX_PROFILES,
+    threshold: float = DEFAULT_WEIGHT_THRESHOLD,
+) -> ForgetPreview:
+    """The resolution of ``given`` (refused as ``forget`` refuses it) and the rows it would
+    delete at once; nothing is written: no request, no suppression, no delete."""
+    person = resolve(storage, given, max_profiles, threshold)
+    with open_profiles_table() as table:
+        rows = rows_of_person(table, person)
+    return ForgetPreview(plan_of(person), person.known, rows.counts())
 
 
 def forget(

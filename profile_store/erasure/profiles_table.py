@@ -26,8 +26,37 @@ class ImmediateDeletion:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class PersonRows:
+    """The person's rows the table holds, and the cells of others' rows that name them."""
+
+    profile_rows: list[bytes]
+    lookup_rows: list[bytes]
+    edge_rows: list[bytes]
+    naming: dict[bytes, list[bytes]]  # another profile's row -> its a:<id> cells naming them
+
+    def counts(self) -> ImmediateDeletion:
+        return ImmediateDeletion(
+            profile_rows=len(self.profile_rows),
+            lookup_rows=len(self.lookup_rows),
+            edge_rows=len(self.edge_rows),
+            association_cells=sum(len(columns) for columns in self.naming.values()),
+        )
+
+
 def delete_person(table, person: Person, batch_size: int = 500) -> ImmediateDeletion:
     """Delete the person's rows and the cells that name them; returns what existed and went."""
+    rows = rows_of_person(table, person, batch_size)
+    with table.batch(batch_size=batch_size) as batch:
+        for key in rows.profile_rows + rows.lookup_rows + rows.edge_rows:
+            batch.delete(key)
+        for key, columns in rows.naming.items():
+            batch.delete(key, columns=columns)
+    return rows.counts()
+
+
+def rows_of_person(table, person: Person, batch_size: int = 500) -> PersonRows:
+    """What ``delete_person`` deletes, read only (``profiles forget --dry-run``)."""
     profile_keys = [profile_key(p) for p in sorted(person.profiles)]
     lookup_keys = [lookup_key(kind, key) for kind, key in sorted(person.keys)]
     edge_keys = sorted({edge_key(a, b) for a, b in person.edges})
@@ -40,20 +69,9 @@ def delete_person(table, person: Person, batch_size: int = 500) -> ImmediateDele
             found += [key for key, _ in table.rows(keys[start : start + batch_size])]
         return found
 
-    profiles, lookups, edges = existing(profile_keys), existing(lookup_keys), existing(edge_keys)
     naming: dict[bytes, list[bytes]] = {}
     for start in range(0, len(others), batch_size):
         chunk = others[start : start + batch_size]
         for key, cells in table.rows(chunk, columns=associations):
             naming[key] = list(cells)
-    with table.batch(batch_size=batch_size) as batch:
-        for key in profiles + lookups + edges:
-            batch.delete(key)
-        for key, columns in naming.items():
-            batch.delete(key, columns=columns)
-    return ImmediateDeletion(
-        profile_rows=len(profiles),
-        lookup_rows=len(lookups),
-        edge_rows=len(edges),
-        association_cells=sum(len(columns) for columns in naming.values()),
-    )
+    return PersonRows(existing(profile_keys), existing(lookup_keys), existing(edge_keys), naming)

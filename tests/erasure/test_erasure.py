@@ -7,6 +7,7 @@ a third day whose landing files hold P's ids again.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import json
@@ -25,6 +26,7 @@ from profile_assets.definitions import daily_assets
 from profile_assets.erasure_assets import erasure
 from profile_store.audiences.rowkey import day_component
 from profile_store.audiences.sketch_table import SKETCH_TABLE
+from profile_store.cli.main import main
 from profile_store.erasure.forget import forget
 from profile_store.erasure.requests import REQUESTS, GivenId
 from profile_store.erasure.sketch_retention import id_hashes, retention
@@ -161,6 +163,23 @@ def erased(spark, tmp_path_factory):
                 hbase_mentions=_hbase_mentions(connection, FORGOTTEN_TEXTS),
                 lake_mentions=_lake_mentions(root, FORGOTTEN_TEXTS),
             )
+        files_before = sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+        host, port = hbase.address
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed):
+            code = main(
+                ["forget", P_IDS[0], "--lake", str(root), "--dry-run", "--json"]
+                + ["--hbase-host", host, "--hbase-port", str(port)]
+            )
+        with hbase.connection() as connection:
+            after_dry_run = SimpleNamespace(
+                code=code,
+                body=json.loads(printed.getvalue()),
+                hbase_mentions=_hbase_mentions(connection, FORGOTTEN_TEXTS),
+                lake_mentions=_lake_mentions(root, FORGOTTEN_TEXTS),
+                lake_files=sorted(str(p.relative_to(root)) for p in root.rglob("*")),
+                lake_files_before=files_before,
+            )
         request = forget(storage, table_opener(hbase.pool(), PROFILE_TABLE), [GivenId(P_IDS[0])])
         with hbase.connection() as connection:
             table = connection.table(PROFILE_TABLE)
@@ -207,6 +226,7 @@ def erased(spark, tmp_path_factory):
             before=before,
             request=request,
             request_file=request_file,
+            dry_run=after_dry_run,
             immediate=immediate,
             step=step,
             gateway_files_before=gateway_files_before,
@@ -244,6 +264,23 @@ def test_the_person_bridged_a_and_b_into_one_component_mastered_by_them(erased):
 def test_the_request_resolves_every_id_of_the_person_through_their_login(erased):
     assert erased.request.found
     assert erased.request.profiles_resolved == 2
+
+
+def test_a_dry_run_shows_the_resolution_the_request_then_records(erased):
+    dry, plan = erased.dry_run.body, erased.request_file["plan"]
+    assert erased.dry_run.code == 0 and dry["dry_run"] is True and dry["found"] is True
+    assert dry["profiles"] == plan["profiles"] == sorted(P_IDS)
+    assert dry["keys"] == plan["keys"] and dry["suppressed_ids"] == plan["suppressed_ids"]
+    immediate = erased.request.request.immediate
+    for count in ("profile_rows", "lookup_rows", "edge_rows", "association_cells"):
+        assert dry[count] == immediate[f"{count}_deleted"], count
+    assert dry["profile_rows"] == len(P_IDS)
+
+
+def test_a_dry_run_changes_nothing(erased):
+    assert erased.dry_run.hbase_mentions == erased.before.hbase_mentions
+    assert erased.dry_run.lake_mentions == erased.before.lake_mentions
+    assert erased.dry_run.lake_files == erased.dry_run.lake_files_before
 
 
 def test_the_persons_hbase_rows_are_deleted_at_once(erased):

@@ -117,6 +117,19 @@ def test_the_command_records_a_request(gateway, tmp_path, capsys):
     assert body["found"] is False and body["ids_suppressed"] == 1
 
 
+def test_a_dry_run_of_the_command_records_nothing(gateway, tmp_path, capsys):
+    lake = tmp_path / "lake"
+    code = main(
+        ["forget", "cookie-9", "--lake", str(lake), "--dry-run"]
+        + ["--hbase-host", gateway.host, "--hbase-port", str(gateway.port)]
+    )
+    assert code == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith("dry run, nothing changed: nothing found for these ids")
+    assert "would delete profile_rows: 0" in printed
+    assert not (lake / REQUESTS).exists()
+
+
 def test_the_command_refuses_an_unknown_key_type_in_words(gateway, tmp_path, capsys):
     code = main(
         ["forget", "x", "--key-type", "phone", "--lake", str(tmp_path)]
