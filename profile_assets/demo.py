@@ -235,6 +235,10 @@ def _demo_segment_members(lake_root: Path, day: date) -> set[str]:
     return {row["profile"] for row in rows if row["segment"] == DEMO_SEGMENT}
 
 
+def _counted(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
 def _person_to_forget(lake_root: Path) -> list[str]:
     """The ids of a small person (2-3 ids) seen on the fewest days: a short erasure to watch."""
     import pyarrow.parquet as pq
@@ -292,10 +296,10 @@ def _forget_a_person(lake_root: Path, instance) -> bool:
         _print("  erasure run FAILED (see the run in the Dagster UI)")
         return False
     _print(
-        f"  erasure run: {sum(report['rows_removed'].values()):,} rows removed from "
-        f"{len(report['partitions_rewritten'])} lake partitions, "
-        f"{len(report['component_days_recomputed'])} identity days recomputed, "
-        f"{len(report['sketch_days_rebuilt'])} sketch days rebuilt: "
+        f"  erasure run: {_counted(sum(report['rows_removed'].values()), 'row')} removed from "
+        f"{_counted(len(report['partitions_rewritten']), 'lake partition')}, "
+        f"{_counted(len(report['component_days_recomputed']), 'identity day')} recomputed, "
+        f"{_counted(len(report['sketch_days_rebuilt']), 'sketch day')} rebuilt: "
         f"{report['sketch_rows_retaining']} of {report['sketch_rows_checked']:,} sketch rows "
         f"retain their hashes ({time.monotonic() - t0:.1f}s); report in "
         f"{lake_root / 'erasure' / 'reports'}"
