@@ -36,8 +36,6 @@ from .errors import GatewayIllegalArgument
 from .schema import parse_column
 from .store import Store, TableWrite
 
-CELL_COLUMNS = ("row", "family", "qualifier", "value")
-
 
 @dataclass(frozen=True)
 class RowReplacement:
@@ -79,7 +77,8 @@ def load_replacing_rows(
     replacement: RowReplacement,
     timestamp: int,
 ) -> BulkLoadResult:
-    """Adopt ``batches`` of cells (``CELL_COLUMNS``, whole rows each: a file's) into
+    """Adopt ``batches`` of cells (``row``, ``family``, ``qualifier``, ``value``; whole rows
+    each: a file's) into
     ``table``, each in one transaction (see the module's docstring)."""
     if not 0 <= timestamp < 2**63 - 1:
         raise GatewayIllegalArgument(f"bulk load timestamp out of range: {timestamp}")
@@ -105,7 +104,7 @@ def _check_no_ttl(write: TableWrite) -> None:
 
 
 def _replace_rows(
-    write: TableWrite, cells, replacement: RowReplacement, timestamp: int
+    write: TableWrite, cells: pa.Table, replacement: RowReplacement, timestamp: int
 ) -> tuple[int, int, int, int]:
     conn, info = write.conn, write.info
     family_ids = {name.decode(): info.family_id(name) for name in info.family_index}
@@ -138,13 +137,14 @@ def _replace_rows(
     conn.execute("INSERT INTO bulk_rows SELECT DISTINCT row FROM bulk_cells")
     (rows,) = conn.execute("SELECT count(*) FROM bulk_rows").fetchone()
     stored = info.cells_table
+    # The stored newest value of the column of bulk cell ``b``.
+    newest = (
+        f"(SELECT c.value FROM {stored} c WHERE c.row = b.row AND c.fam = b.fam "
+        "AND c.qual = b.qual ORDER BY c.ts DESC LIMIT 1)"
+    )
     kept = 0
     if replacement.guard is not None:
         fam, qual = _column_ids(info, replacement.guard)
-        newest = (
-            f"(SELECT c.value FROM {stored} c WHERE c.row = b.row AND c.fam = b.fam "
-            "AND c.qual = b.qual ORDER BY c.ts DESC LIMIT 1)"
-        )
         later = conn.execute(
             f"DELETE FROM bulk_rows WHERE row IN (SELECT b.row FROM bulk_cells b "
             f"WHERE b.fam = ? AND b.qual = ? "
@@ -177,9 +177,7 @@ def _replace_rows(
             )
         ]
     changed = (
-        f"SELECT b.row, b.fam, b.qual, ?, b.value FROM bulk_cells b WHERE "
-        f"(SELECT c.value FROM {stored} c WHERE c.row = b.row AND c.fam = b.fam "
-        "AND c.qual = b.qual ORDER BY c.ts DESC LIMIT 1) IS NOT b.value"
+        f"SELECT b.row, b.fam, b.qual, ?, b.value FROM bulk_cells b WHERE {newest} IS NOT b.value"
     )
     masking = conn.execute(
         f"SELECT 1 FROM bulk_rows r JOIN {info.markers_table} m ON m.row = r.row "

@@ -46,7 +46,7 @@ def _utf8(column: Column | str) -> Column:
 
 def _decimal(column: Column | str) -> Column:
     """``encode_ms``: ASCII decimal."""
-    return _utf8(F.col(column).cast("string") if isinstance(column, str) else column.cast("string"))
+    return _utf8((F.col(column) if isinstance(column, str) else column).cast("string"))
 
 
 def _cell(family: str, qualifier: Column, value: Column, counter: Column | None = None) -> Column:
@@ -61,8 +61,9 @@ def _cell(family: str, qualifier: Column, value: Column, counter: Column | None 
 
 
 def profile_cell_frame(rows: DataFrame, as_of_ms: int) -> DataFrame:
-    """The cells of ``compacted_rows`` as ``(row, family, qualifier, value)``, byte for byte
-    ``table.profile_cells`` of ``profile_writer.profile_row``."""
+    """The cells of ``compacted_rows`` as ``(row, family, qualifier, value, counter)``, byte
+    for byte ``table.profile_cells`` of ``profile_writer.profile_row`` once ``counter_values``
+    has packed the counters (their ``value`` is null here)."""
     own = [
         _cell("s", F.lit(b"type"), F.lit(TYPE_PROFILE)),
         _cell("s", F.lit(b"first_seen"), _decimal("first_seen_ms")),
