@@ -105,12 +105,14 @@ def test_an_unknown_request_id_is_not_found(client):
     assert answer.status_code == 404
 
 
+def forget_command(gateway, *args: str) -> int:
+    """``profiles forget ARGS`` against the test's gateway; its exit code."""
+    return main(["forget", *args, "--hbase-host", gateway.host, "--hbase-port", str(gateway.port)])
+
+
 def test_the_command_records_a_request(gateway, tmp_path, capsys):
     lake = tmp_path / "lake"
-    code = main(
-        ["forget", "cookie-9", "--lake", str(lake), "--json"]
-        + ["--hbase-host", gateway.host, "--hbase-port", str(gateway.port)]
-    )
+    code = forget_command(gateway, "cookie-9", "--lake", str(lake), "--json")
     assert code == 0
     body = json.loads(capsys.readouterr().out)
     assert (lake / REQUESTS / f"{body['request_id']}.json").exists()
@@ -119,10 +121,7 @@ def test_the_command_records_a_request(gateway, tmp_path, capsys):
 
 def test_a_dry_run_of_the_command_records_nothing(gateway, tmp_path, capsys):
     lake = tmp_path / "lake"
-    code = main(
-        ["forget", "cookie-9", "--lake", str(lake), "--dry-run"]
-        + ["--hbase-host", gateway.host, "--hbase-port", str(gateway.port)]
-    )
+    code = forget_command(gateway, "cookie-9", "--lake", str(lake), "--dry-run")
     assert code == 0
     printed = capsys.readouterr().out
     assert printed.startswith("dry run, nothing changed: nothing found for these ids")
@@ -131,9 +130,6 @@ def test_a_dry_run_of_the_command_records_nothing(gateway, tmp_path, capsys):
 
 
 def test_the_command_refuses_an_unknown_key_type_in_words(gateway, tmp_path, capsys):
-    code = main(
-        ["forget", "x", "--key-type", "phone", "--lake", str(tmp_path)]
-        + ["--hbase-host", gateway.host, "--hbase-port", str(gateway.port)]
-    )
+    code = forget_command(gateway, "x", "--key-type", "phone", "--lake", str(tmp_path))
     assert code == 2
     assert "key_type: unknown key type 'phone'" in capsys.readouterr().err
