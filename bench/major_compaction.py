@@ -7,13 +7,14 @@ sketches are) and a small one, loaded through the pending log; then timed:
 1. the day rebuilt: every row rewritten at a later timestamp (the old versions stay until a
    compaction) and 10% of the rows deleted, as an erasure's rebuild does;
 2. ``majorCompact`` (``compaction.major_compact``), in its two parts: the compaction (old
-   versions and markers dropped, free pages returned, the store's WAL truncated: what it did
-   before the purge too), then the purge (applied batches out of the pending log, both WALs
-   truncated once more).
+   versions and markers dropped, free pages returned, the store's WAL truncated), then the
+   purge (applied batches out of the pending log, both files rebuilt by ``VACUUM``, both WALs
+   truncated).
 
-Each with ``PRAGMA secure_delete = ON`` (as the gateway runs) and ``OFF`` (the bytes of deleted
-cells left in free space: SQLite's default in most builds; Debian's builds default to ON).
-Prints seconds per phase (median) and the store's size after::
+Each with ``PRAGMA secure_delete = OFF`` (as the gateway runs: the purge's ``VACUUM`` is what
+leaves no deleted byte) and ``ON`` (every deleted cell zeroed as it goes, as the gateway ran
+until 2026-11-29; Debian's SQLite builds default to it). Prints seconds per phase (median) and
+the store's size after::
 
     .venv/bin/python bench/major_compaction.py [--rows 5000] [--repeats 3]
 """

@@ -162,14 +162,19 @@ def major_compact(store: Store, name: bytes, wal_attempts: int = MAJOR_WAL_ATTEM
     HBase rewrites a table's store files without the deleted and overwritten cells and the delete
     markers, so the old files, and with them every copy, are gone afterwards (asynchronously).
     Here: versions beyond ``max_versions``, expired cells and every delete marker of the table
-    are dropped (deleted rows are zeroed in their pages: ``secure_delete``), the free pages are
-    returned to the file system, every applied batch leaves the pending log, and both WALs are
-    checkpointed and truncated to nothing. An ``IOError`` if another process kept a WAL busy
-    for ``wal_attempts`` tries, 20 ms apart: the compaction itself is done, the copies in the WAL
-    remain until the next checkpoint, and the caller knows it.
+    are dropped, every applied batch leaves the pending log, both SQLite files are rebuilt from
+    their live rows (``Store.purge``: ``VACUUM``, which leaves no byte of deleted content in
+    free pages or in the unused parts of live pages, for every table of the store), and both
+    WALs are checkpointed and truncated to nothing. An ``IOError`` if another process kept a
+    WAL busy for ``wal_attempts`` tries, 20 ms apart: the compaction itself is done, the copies
+    in the WAL remain until the next checkpoint, and the caller knows it.
+
+    Deletes between two major compactions leave their bytes in the file, as HBase's store files
+    keep them until one (``secure_delete`` is off: zeroing each delete did not suffice, see
+    ``Store.purge``, and cost the background compactions about a tenth more).
     """
     store.compact(name, major=True)
-    if not store.purge_applied_batches(wal_attempts) or not store.checkpoint(wal_attempts):
+    if not store.purge(wal_attempts):
         raise GatewayIOError(
             f"IOException: major compaction of {show_bytes(name)} done, but a write-ahead log "
             "stayed busy (another process reading an old snapshot); its copies remain until "

@@ -85,9 +85,9 @@ class PendingLog:
         self._conn.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
         self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute("PRAGMA synchronous = NORMAL")
-        # A batch deleted from the log is zeroed in its pages (some SQLite builds default to
-        # leaving deleted bytes in free space): a major compaction's purge must not leave copies.
-        self._conn.execute("PRAGMA secure_delete = ON")
+        # Deleted batches are not zeroed as they go (Debian's SQLite would by default): the log
+        # drops applied batches at every append, and a major compaction's purge rebuilds it.
+        self._conn.execute("PRAGMA secure_delete = OFF")
         self._conn.executescript(LOG_DDL)
         fd = os.open(data_dir / COUNTERS_FILE, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -156,12 +156,14 @@ class PendingLog:
                 self._enqueued.value = published
 
     def purge_applied(self, attempts: int = 1500) -> bool:
-        """Delete every applied batch and truncate the log's WAL, so that no copy of a batch
-        the cells tables already hold stays in the log's files (a major compaction's purge).
-        False if another process kept the WAL busy for ``attempts`` tries 20 ms apart."""
+        """Delete every applied batch, rebuild the log's file from what is left (``VACUUM``:
+        deleted batches leave no byte in its pages) and truncate its WAL, so that no copy of a
+        batch the cells tables already hold stays in the log's files (a major compaction's
+        purge). False if another process kept the WAL busy for ``attempts`` tries 20 ms apart."""
         with self._lock:
             with self._immediate() as conn:
                 self._drop_applied(conn)
+            self._conn.execute("VACUUM")  # the log holds little now: a quick rebuild
             return truncate_wal(self._conn, attempts)
 
     @contextlib.contextmanager

@@ -220,7 +220,7 @@ class Store:
         )
         conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
         conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA secure_delete = ON")  # deleted cells are zeroed, not left in pages
+        conn.execute("PRAGMA secure_delete = OFF")  # see purge(): VACUUM clears deleted bytes
         conn.execute("PRAGMA cache_size = -16384")  # KiB; reads mostly go through mmap
         # Address space, not memory: the first GiB of the file is read through the page cache
         # without copies (a live table of a few hundred MB read past a 256 MB map: 12 % slower)
@@ -362,11 +362,30 @@ class Store:
         with self._write_lock, self._checkpoint_lock:
             return truncate_wal(self._writer, attempts)
 
-    def purge_applied_batches(self, attempts: int = 50) -> bool:
-        """Apply what is pending, then drop every applied batch from the pending log and
-        truncate the log's WAL (see ``PendingLog.purge_applied``)."""
+    def purge(self, attempts: int = 50) -> bool:
+        """Leave no byte of deleted or overwritten content in any file of the store: apply
+        what is pending, drop every applied batch from the pending log and rebuild it
+        (``PendingLog.purge_applied``), then rebuild the database file (``VACUUM``) and
+        truncate its WAL. False if another process kept a WAL busy for ``attempts`` tries 20 ms
+        apart (the rebuilt file is then written, but the WAL still holds the old pages).
+
+        Zeroing deleted cells (``secure_delete``) is not enough: SQLite rebalancing a page
+        leaves bytes of cells that were there in its unused part, which a later delete does not
+        reach (a sketch hash was found so after a major compaction). ``VACUUM`` copies the live
+        rows into a new database and writes every page of the file from it, so only live
+        content remains; it needs free space for one copy of the store, in the temporary
+        directory (``SQLITE_TMPDIR``, else ``/var/tmp`` or ``/tmp``), never in memory.
+        Writers of every table wait while it runs (seconds per hundred MB).
+        """
         self.apply_pending()
-        return self._pending.purge_applied(attempts)
+        if not self._pending.purge_applied(attempts):
+            return False
+        with self._write_lock:
+            # A bulk load sets temp_store=MEMORY on this connection; VACUUM's copy of the whole
+            # store belongs in a file.
+            self._writer.execute("PRAGMA temp_store = FILE")
+            self._writer.execute("VACUUM")
+        return self.checkpoint(attempts)
 
     def close(self) -> None:
         """Checkpoint the WAL into the database file and close every connection."""
