@@ -25,7 +25,7 @@ from .errors import (
     retries_exhausted,
     show_bytes,
 )
-from .idl import load_idl
+from .idl import GATEWAY_CLUSTER_ID_PREFIX, load_additions, load_idl
 from .scanner import Scanner, ScannerRegistry, ScanSpec
 from .schema import FOREVER, LATEST_TIMESTAMP, FamilyDescriptor, StoredCell, TableInfo
 from .store import RowCells, Store
@@ -37,6 +37,7 @@ TColumn = _IDL.TColumn
 TRowResult = _IDL.TRowResult
 ColumnDescriptor = _IDL.ColumnDescriptor
 TRegionInfo = _IDL.TRegionInfo
+THRIFT_ONE = load_additions().TThriftServerType.ONE
 
 
 _MUTATION_FIELDS = attrgetter("isDelete", "column", "value")
@@ -113,6 +114,16 @@ class HbaseHandler:
 
     def majorCompact(self, tableNameOrRegionName: bytes) -> None:
         major_compact(self.store, self._table_of(tableNameOrRegionName))
+
+    def getThriftServerType(self) -> int:
+        return THRIFT_ONE
+
+    def getClusterId(self) -> str:
+        """HBase answers its cluster's UUID; a gateway, its own mark and a digest of its store's
+        path (one id per store): a client tells from it that compactions here are synchronous
+        (``hbase.server_kind``)."""
+        path = str(self.store.data_dir.resolve()).encode()
+        return GATEWAY_CLUSTER_ID_PREFIX + hashlib.sha256(path).hexdigest()[:16]
 
     def _table_of(self, table_or_region: bytes) -> bytes:
         """Accept a table name or one of our region names (``table,,<id>.<hash>.``)."""

@@ -1,13 +1,21 @@
-"""The HBase Thrift-1 IDL, loaded from the copy that ships inside happybase.
+"""The HBase Thrift-1 IDL, loaded from the copy that ships inside happybase, and the two calls
+Apache HBase added to it since.
 
 Serving the very file the client was generated from guarantees wire compatibility with
 unmodified happybase; loading it under happybase's own module name (``Hbase_thrift``) shares one
 set of struct classes between client and server when both live in one process.
+
+happybase's copy predates ``getThriftServerType`` and ``getClusterId`` (Apache HBase 2.2 on).
+The gateway serves them too (``served_service``), and answers ``getClusterId`` with an id that
+starts with ``GATEWAY_CLUSTER_ID_PREFIX``: how a client tells this gateway, which compacts
+before it answers, from Apache HBase, which answers its cluster's UUID (``hbase.server_kind``).
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
+import io
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -15,6 +23,23 @@ from types import ModuleType
 import thriftpy2
 
 MODULE_NAME = "Hbase_thrift"
+ADDITIONS_MODULE_NAME = "HbaseAdditions_thrift"
+GATEWAY_CLUSTER_ID_PREFIX = "adtech-profiles-hbase-gateway:"
+"""``getClusterId`` of a gateway: this, then a digest of its data directory's path."""
+
+_ADDITIONS = """
+enum TThriftServerType {
+  ONE = 1,
+  TWO = 2
+}
+
+service HbaseAdditions {
+  TThriftServerType getThriftServerType()
+  string getClusterId()
+}
+"""
+"""The calls of Apache HBase 2.6.1's ``Hbase.thrift`` that happybase's copy lacks, as that file
+declares them."""
 
 
 def idl_path() -> Path:
@@ -30,3 +55,24 @@ def load_idl() -> ModuleType:
     if module is None:
         module = thriftpy2.load(str(idl_path()), module_name=MODULE_NAME)
     return module
+
+
+def load_additions() -> ModuleType:
+    """The module of ``HbaseAdditions``: the calls happybase's IDL lacks."""
+    module = sys.modules.get(ADDITIONS_MODULE_NAME)
+    if module is None:
+        module = thriftpy2.load_fp(io.StringIO(_ADDITIONS), ADDITIONS_MODULE_NAME)
+    return module
+
+
+@functools.cache
+def served_service() -> type:
+    """The service the gateway serves: happybase's ``Hbase`` and ``HbaseAdditions``' calls."""
+    hbase, additions = load_idl().Hbase, load_additions().HbaseAdditions
+    members: dict[str, object] = {
+        "thrift_services": [*hbase.thrift_services, *additions.thrift_services]
+    }
+    for api in additions.thrift_services:
+        members[f"{api}_args"] = getattr(additions, f"{api}_args")
+        members[f"{api}_result"] = getattr(additions, f"{api}_result")
+    return type("Hbase", (hbase,), members)

@@ -38,10 +38,10 @@ from prometheus_client.utils import floatToGoString
 from .admission import ConnectionSlots
 from .data_dir import DB_FILE, LOG_FILE
 from .health import GatewayHealth
-from .idl import load_idl
+from .idl import served_service
 from .pending import read_counters
 
-METHODS = (*sorted(load_idl().Hbase.thrift_services), "(unknown)")
+METHODS = (*sorted(served_service().thrift_services), "(unknown)")
 """Thrift methods, as labels; any name not in the IDL counts as ``(unknown)``, so a client
 cannot add series by sending made-up names."""
 UNKNOWN_METHOD = METHODS[-1]

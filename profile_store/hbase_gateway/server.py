@@ -44,7 +44,7 @@ from .errors import (
     GatewayInternalError,
 )
 from .handler import HbaseHandler
-from .idl import load_idl
+from .idl import load_idl, served_service
 from .metrics import GatewayMetrics, MetricsRecorder
 from .store import Store
 from .wire import EncodedRows, write_reply
@@ -243,7 +243,7 @@ class GatewayServer:
             store, server_name=self.host, port=self.port, encode_rows=protocol == "binary"
         )
         self._processor = GatewayProcessor(
-            _IDL.Hbase, self.handler, self.metrics, self.bounds.max_string
+            served_service(), self.handler, self.metrics, self.bounds.max_string
         )
         self._transport_factory = TRANSPORTS[transport]()
         self._protocol_factory = PROTOCOLS[protocol]()
