@@ -18,6 +18,7 @@ from profile_store.audiences.exact import (
 )
 from profile_store.audiences.query import leaves, parse_query
 from profile_store.audiences.query_sampler import (
+    AskedTrees,
     CatalogEntry,
     build_catalog,
     sample_estimating_queries,
@@ -58,10 +59,11 @@ def run_accuracy(
     catalog = build_catalog(events, decisions)
     if not catalog:
         return None
-    trees = sample_queries(catalog, days, count, seed)
+    asked = AskedTrees()  # the mix and the sought trees ask no question twice
+    trees = sample_queries(catalog, days, count, seed, asked)
     answers = [engine.estimate(tree) for tree in trees]
     wanted = min_estimation_answers - sum(not answer.exact for answer in answers)
-    sought = _seek_estimates(engine, catalog, days, wanted, seed) if wanted > 0 else []
+    sought = _seek_estimates(engine, catalog, days, wanted, seed, asked) if wanted > 0 else []
     trees += [tree for tree, _ in sought]
     answers += [answer for _, answer in sought]
 
@@ -103,10 +105,11 @@ def _seek_estimates(
     days: list[date],
     wanted: int,
     seed: int,
+    asked: AskedTrees,
 ) -> list[tuple[dict, AudienceEstimate]]:
-    """Up to ``wanted`` trees answered in estimation mode, around the pairs whose sketches
-    estimate over ``days`` (the engine says which: one read per pair). Engine answers are
-    cheap; only the trees kept cost an exact answer."""
+    """Up to ``wanted`` trees not ``asked`` yet answered in estimation mode, around the pairs
+    whose sketches estimate over ``days`` (the engine says which: one read per pair). Engine
+    answers are cheap; only the trees kept cost an exact answer."""
     span = {"date_from": days[0].isoformat(), "date_to": days[-1].isoformat()}
     estimating = {
         (entry.app_id, entry.event_type)
@@ -118,7 +121,10 @@ def _seek_estimates(
     if not estimating:
         return []
     found = []
-    for tree in sample_estimating_queries(catalog, estimating, days, wanted * SEEK_ATTEMPTS, seed):
+    tried = sample_estimating_queries(
+        catalog, estimating, days, wanted * SEEK_ATTEMPTS, seed, asked
+    )
+    for tree in tried:
         answer = engine.estimate(tree)
         if not answer.exact:
             found.append((tree, answer))

@@ -16,24 +16,12 @@ import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from profile_store.audiences.query import Leaf, Node
+from profile_store.audiences.query import Leaf, Node, leaf_identity
 
 LEAF_SCHEMA = (
     "leaf_id int, app_id string, event_type string, date_from date, date_to date, "
     "min_count int, attributes map<string,string>"
 )
-
-
-def leaf_identity(leaf: Leaf) -> tuple:
-    """What a leaf selects, independent of where it stands in a tree."""
-    return (
-        leaf.app_id,
-        leaf.event_type,
-        leaf.date_from,
-        leaf.date_to,
-        leaf.min_count,
-        tuple(sorted(leaf.attributes.items())),
-    )
 
 
 def exact_leaf_users(

@@ -94,6 +94,30 @@ def leaves(node: Node) -> list[Leaf]:
     return [leaf for child in node.children for leaf in leaves(child)]
 
 
+def leaf_identity(leaf: Leaf) -> tuple:
+    """What a leaf selects, independent of where it stands in a tree."""
+    return (
+        leaf.app_id,
+        leaf.event_type,
+        leaf.date_from,
+        leaf.date_to,
+        leaf.min_count,
+        tuple(sorted(leaf.attributes.items())),
+    )
+
+
+def canonical_form(node: Node) -> tuple:
+    """The question a tree of resolved dates asks, whatever the order of a union's or an
+    intersection's operands and of a difference's subtracted ones: two trees of one form count
+    the same users."""
+    if isinstance(node, Leaf):
+        return ("leaf", leaf_identity(node))
+    forms = [canonical_form(child) for child in node.children]
+    if node.operator == "difference":
+        return ("difference", forms[0], tuple(sorted(forms[1:], key=repr)))
+    return (node.operator, tuple(sorted(forms, key=repr)))
+
+
 def is_relative(node: Node) -> bool:
     """Whether some leaf counts its days back from the latest built day."""
     return any(leaf.last_days is not None for leaf in leaves(node))

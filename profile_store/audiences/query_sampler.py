@@ -10,16 +10,24 @@ relative to the answer is largest.
 When a day's sketches are mostly below their capacity, few of that mix estimate; the accuracy
 check then asks ``sample_estimating_queries``: the same shapes, each tree built around a pair
 whose sketches estimate, so that estimation is judged whenever the day's sketches estimate.
+
+No question is asked twice (``AskedTrees``): a repeated tree, or one that names a leaf twice (a
+leaf intersected with itself is the leaf), would count one answer's error several times.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+
+from profile_store.audiences.query import canonical_form, leaf_identity, leaves, parse_query
+
+DRAWS_PER_TREE = 20  # trees drawn per distinct tree wanted before a small catalog gives up
 
 
 @dataclass(frozen=True)
@@ -83,18 +91,52 @@ def build_catalog(
     return catalog
 
 
+class AskedTrees:
+    """The questions asked so far, by canonical form: a tree is new when no tree of its form was
+    asked and it names no leaf twice."""
+
+    def __init__(self) -> None:
+        self.forms: set[tuple] = set()
+
+    def ask(self, tree: dict) -> bool:
+        """Whether ``tree`` is new; a new one counts as asked from now on."""
+        query = parse_query(tree)
+        named = [leaf_identity(leaf) for leaf in leaves(query)]
+        form = canonical_form(query)
+        if len(set(named)) < len(named) or form in self.forms:
+            return False
+        self.forms.add(form)
+        return True
+
+    def first_new(self, trees: Iterable[dict], count: int) -> list[dict]:
+        """The first ``count`` new trees of ``trees`` (fewer when it runs out)."""
+        kept = []
+        for tree in trees:
+            if len(kept) == count:
+                break
+            if self.ask(tree):
+                kept.append(tree)
+        return kept
+
+
 def sample_queries(
-    catalog: list[CatalogEntry], days: list[date], count: int, seed: int = 20261101
+    catalog: list[CatalogEntry],
+    days: list[date],
+    count: int,
+    seed: int = 20261101,
+    asked: AskedTrees | None = None,
 ) -> list[dict]:
-    """``count`` query trees over ``days`` (consecutive), deterministic for ``seed``."""
+    """``count`` distinct query trees over ``days`` (consecutive), none of ``asked``,
+    deterministic for ``seed``; fewer when the catalog cannot make so many."""
     if not catalog or not days:
         raise ValueError("sample_queries: needs a non-empty catalog and at least one day")
     rng = random.Random(seed)
-    by_app: dict[str, list[CatalogEntry]] = {}
-    for entry in catalog:
-        by_app.setdefault(entry.app_id, []).append(entry)
+    by_app = _by_app(catalog)
     apps = sorted(by_app)
-    return [_sample_one(rng, by_app[rng.choice(apps)], days) for _ in range(count)]
+    draws = (
+        _sample_one(rng, by_app[rng.choice(apps)], days) for _ in range(count * DRAWS_PER_TREE)
+    )
+    return (asked or AskedTrees()).first_new(draws, count)
 
 
 def sample_estimating_queries(
@@ -103,40 +145,51 @@ def sample_estimating_queries(
     days: list[date],
     count: int,
     seed: int = 20261101,
+    asked: AskedTrees | None = None,
 ) -> list[dict]:
-    """``count`` query trees over ``days``, each with a leaf of an ``estimating`` (app, event
-    type): alone, in a union, or the large side of an intersection, a difference or a tree
-    (against a whole leaf or a narrow one-day one). Deterministic for ``seed``."""
+    """``count`` distinct query trees over ``days``, none of ``asked``, each with a leaf of an
+    ``estimating`` (app, event type): alone, in a union, or the large side of an intersection, a
+    difference or a tree (against a whole leaf or a narrow one-day one). Deterministic for
+    ``seed``; fewer when the catalog cannot make so many."""
     large = [entry for entry in catalog if (entry.app_id, entry.event_type) in estimating]
     if not large or not days:
         raise ValueError("sample_estimating_queries: needs an estimating pair and a day")
     rng = random.Random(f"estimating-{seed}")
+    by_app = _by_app(catalog)
+    draws = (_estimating_one(rng, large, by_app, days) for _ in range(count * DRAWS_PER_TREE))
+    return (asked or AskedTrees()).first_new(draws, count)
+
+
+def _by_app(catalog: list[CatalogEntry]) -> dict[str, list[CatalogEntry]]:
     by_app: dict[str, list[CatalogEntry]] = {}
     for entry in catalog:
         by_app.setdefault(entry.app_id, []).append(entry)
-    trees = []
-    for _ in range(count):
-        big = rng.choice(large)
-        others = [e for e in by_app[big.app_id] if e != big] or [big]
-        date_from, date_to = _date_range(rng, days)
-        shape = rng.choice(("leaf", "union", "intersection", "difference", "narrow", "tree"))
-        first = _leaf(rng, big, date_from, date_to)
-        if shape == "leaf":
-            trees.append(first)
-        elif shape == "union":
-            trees.append({"union": [first, _leaf(rng, rng.choice(others), date_from, date_to)]})
-        elif shape in ("intersection", "difference"):
-            trees.append({shape: [first, _leaf(rng, rng.choice(others), date_from, date_to)]})
-        elif shape == "narrow":
-            day = rng.choice(days)
-            whole = _leaf(rng, big, day, day)
-            narrow = _narrow_leaf(rng, rng.choice(others), day)
-            trees.append({rng.choice(("intersection", "difference")): [whole, narrow]})
-        else:
-            inner = {"union": [first, _leaf(rng, rng.choice(others), date_from, date_to)]}
-            last = _leaf(rng, rng.choice(others), date_from, date_to)
-            trees.append({rng.choice(("intersection", "difference")): [inner, last]})
-    return trees
+    return by_app
+
+
+def _estimating_one(
+    rng: random.Random,
+    large: list[CatalogEntry],
+    by_app: dict[str, list[CatalogEntry]],
+    days: list[date],
+) -> dict:
+    big = rng.choice(large)
+    others = [e for e in by_app[big.app_id] if e != big] or [big]
+    date_from, date_to = _date_range(rng, days)
+    shape = rng.choice(("leaf", "union", "intersection", "difference", "narrow", "tree"))
+    first = _leaf(rng, big, date_from, date_to)
+    if shape == "leaf":
+        return first
+    if shape in ("union", "intersection", "difference"):
+        return {shape: [first, _leaf(rng, rng.choice(others), date_from, date_to)]}
+    if shape == "narrow":
+        day = rng.choice(days)
+        whole = _leaf(rng, big, day, day)
+        narrow = _narrow_leaf(rng, rng.choice(others), day)
+        return {rng.choice(("intersection", "difference")): [whole, narrow]}
+    inner = {"union": [first, _leaf(rng, rng.choice(others), date_from, date_to)]}
+    last = _leaf(rng, rng.choice(others), date_from, date_to)
+    return {rng.choice(("intersection", "difference")): [inner, last]}
 
 
 _SHAPES = ("leaf", "leaf", "union", "intersection", "intersection", "difference", "tree", "small")

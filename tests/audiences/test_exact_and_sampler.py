@@ -14,8 +14,9 @@ from profile_store.audiences.exact import (
     exact_users,
     operand_size,
 )
-from profile_store.audiences.query import leaves, parse_query
+from profile_store.audiences.query import canonical_form, leaf_identity, leaves, parse_query
 from profile_store.audiences.query_sampler import (
+    AskedTrees,
     CatalogEntry,
     build_catalog,
     sample_estimating_queries,
@@ -166,6 +167,47 @@ def test_sought_trees_are_deterministic_for_a_seed():
     first = sample_estimating_queries(ESTIMATING_CATALOG, estimating, days, 50, seed=3)
     assert first == sample_estimating_queries(ESTIMATING_CATALOG, estimating, days, 50, seed=3)
     assert first != sample_estimating_queries(ESTIMATING_CATALOG, estimating, days, 50, seed=4)
+
+
+def names_a_leaf_twice(tree: dict) -> bool:
+    named = [leaf_identity(x) for x in leaves(parse_query(tree))]
+    return len(set(named)) < len(named)
+
+
+def test_the_mix_and_the_sought_trees_ask_no_question_twice():
+    # One app of three event types over two days: a small catalog repeats itself when drawn.
+    catalog = ESTIMATING_CATALOG[:3]
+    days = [date(2026, 11, 1), date(2026, 11, 2)]
+    asked = AskedTrees()
+    trees = sample_queries(catalog, days, 200, seed=3, asked=asked)
+    trees += sample_estimating_queries(catalog, {("shop", "view")}, days, 100, 3, asked)
+    forms = [canonical_form(parse_query(tree)) for tree in trees]
+    assert len(set(forms)) == len(forms) == 300
+    assert not any(names_a_leaf_twice(tree) for tree in trees)
+
+
+def test_a_catalog_too_small_for_the_count_gives_fewer_distinct_trees():
+    # One event type on one day: its few leaves (a minimum count or none) repeat in the draws.
+    catalog = [CatalogEntry("shop", "view", 90_000, {})]
+    days = [date(2026, 11, 1)]
+    trees = sample_estimating_queries(catalog, {("shop", "view")}, days, 50, seed=3)
+    forms = {canonical_form(parse_query(tree)) for tree in trees}
+    assert 0 < len(forms) == len(trees) < 50
+
+
+def test_a_repeated_tree_in_another_order_is_not_asked_again():
+    asked = AskedTrees()
+    assert asked.ask({"union": [leaf("view"), leaf("buy")]})
+    assert not asked.ask({"union": [leaf("buy"), leaf("view")]})
+    assert asked.ask({"difference": [leaf("buy"), leaf("view")]})
+
+
+@pytest.mark.parametrize("operator", ["union", "intersection", "difference"])
+def test_a_tree_naming_a_leaf_twice_is_not_asked(operator):
+    asked = AskedTrees()
+    assert not asked.ask({operator: [leaf("view"), leaf("view")]})
+    assert not asked.ask({"intersection": [{operator: [leaf("view"), leaf("buy")]}, leaf("view")]})
+    assert asked.ask({operator: [leaf("view"), leaf("view", min_count=2)]})
 
 
 def test_relative_error_handles_empty_exact_answers():

@@ -11,6 +11,7 @@ from profile_store.audiences.query import (
     Operation,
     QueryError,
     QueryLimits,
+    canonical_form,
     leaves,
     parse_query,
 )
@@ -134,3 +135,28 @@ def test_an_event_type_longer_than_the_limit_is_refused_with_its_path() -> None:
         parse_query(tree)
     assert raised.value.path == "$.event_type"
     assert "longer than 1024 characters" in str(raised.value)
+
+
+def form(tree: dict) -> tuple:
+    return canonical_form(parse_query(tree))
+
+
+def test_trees_differing_in_the_order_of_commutative_operands_share_a_canonical_form():
+    a, b, c = leaf(), leaf(event_type="view"), leaf(min_count=2)
+    assert form({"union": [a, b]}) == form({"union": [b, a]})
+    assert form({"intersection": [{"union": [a, b]}, c]}) == form(
+        {"intersection": [c, {"union": [b, a]}]}
+    )
+    assert form({"difference": [a, b, c]}) == form({"difference": [a, c, b]})
+
+
+def test_a_difference_keeps_its_first_operand_apart_in_the_canonical_form():
+    a, b = leaf(), leaf(event_type="view")
+    assert form({"difference": [a, b]}) != form({"difference": [b, a]})
+
+
+def test_leaves_selecting_other_users_have_other_canonical_forms():
+    assert form(leaf()) != form(leaf(min_count=2))
+    assert form(leaf(attributes={"color": "red", "size": "M"})) == form(
+        leaf(attributes={"size": "M", "color": "red"})
+    )
