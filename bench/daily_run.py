@@ -53,6 +53,7 @@ from hbase_gateway import machine  # noqa: E402  (bench/hbase_gateway.py)
 from run_cost import (  # noqa: E402  (bench/run_cost.py)
     RunCost,
     SparkJob,
+    busy_seconds,
     driver_jvm_pid,
     peak_rss_mib,
     reset_peak_rss,
@@ -336,15 +337,16 @@ def print_cost_tables(run: RunCost, assets: list[str]) -> None:
     """Per step: wall and CPU seconds, CPU per million landing events, Spark jobs and stages."""
     millions = run.received_rows / 1e6
     print(
-        "| new day: step | kind | seconds | CPU-seconds | CPU-s per M events | Spark jobs | "
-        "stages | outcome |"
+        "| new day: step | kind | seconds | of which in Spark jobs | CPU-seconds | "
+        "CPU-s per M events | Spark jobs | stages | outcome |"
     )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for name, step in run.steps.items():
         kind = "asset" if name in assets else "check"
         outcome = run.outcomes.get(name, "") if kind == "check" else "materialized"
         print(
-            f"| {name} | {kind} | {step.seconds:.1f} | {step.cpu_seconds:.1f} | "
+            f"| {name} | {kind} | {step.seconds:.1f} | {busy_seconds(step.jobs):.1f} | "
+            f"{step.cpu_seconds:.1f} | "
             f"{step.cpu_seconds / millions:.1f} | {len(step.jobs)} | {step.stages} | {outcome} |"
         )
     in_steps = sum(step.cpu_seconds for step in run.steps.values())
@@ -352,26 +354,29 @@ def print_cost_tables(run: RunCost, assets: list[str]) -> None:
     print(
         f"| (between steps: run start and end, resources) | | "
         f"{run.seconds - sum(step.seconds for step in run.steps.values()):.1f} | "
-        f"{run.cpu_seconds - in_steps:.1f} | {(run.cpu_seconds - in_steps) / millions:.1f} | "
+        f"{busy_seconds(outside):.1f} | {run.cpu_seconds - in_steps:.1f} | "
+        f"{(run.cpu_seconds - in_steps) / millions:.1f} | "
         f"{len(outside)} | {sum(job.stages for job in outside)} | |"
     )
     print(
-        f"| **whole run** | | {run.seconds:.1f} | {run.cpu_seconds:.1f} | "
+        f"| **whole run** | | {run.seconds:.1f} | {busy_seconds(run.jobs):.1f} | "
+        f"{run.cpu_seconds:.1f} | "
         f"{run.cpu_seconds / millions:.1f} | {len(run.jobs)} | {run.stages} | |"
     )
 
 
 def print_jobs(run: RunCost) -> None:
     """The run's Spark jobs by step and by the action that submitted them."""
-    print("| step | action (call site) | Spark jobs | stages | job ids |")
-    print("| --- | --- | ---: | ---: | --- |")
+    print("| step | action (call site) | Spark jobs | stages | seconds in its jobs | job ids |")
+    print("| --- | --- | ---: | ---: | ---: | --- |")
     steps = [*run.steps.items(), ("(between steps)", None)]
     for name, step in steps:
         jobs = run.jobs_outside_steps() if step is None else step.jobs
         for call_site, action_jobs in jobs_by_action(jobs):
             ids = f"{action_jobs[0].job_id}-{action_jobs[-1].job_id}"
             stages = sum(job.stages for job in action_jobs)
-            print(f"| {name} | {call_site} | {len(action_jobs)} | {stages} | {ids} |")
+            busy = busy_seconds(action_jobs)
+            print(f"| {name} | {call_site} | {len(action_jobs)} | {stages} | {busy:.2f} | {ids} |")
 
 
 def jobs_by_action(jobs: list[SparkJob]) -> list[tuple[str, list[SparkJob]]]:

@@ -91,6 +91,21 @@ class SparkJob:
     call_site: str
     stages: int
     """Stages that ran (skipped ones, whose shuffle output was reused, left out)."""
+    completed: float = 0.0
+    """Epoch seconds; the submission time for a job still running."""
+
+
+def busy_seconds(jobs: list[SparkJob]) -> float:
+    """Seconds during which at least one of ``jobs`` ran (the union of their intervals):
+    a step's wall seconds minus these are spent outside Spark jobs (planning, Python, I/O of
+    the driver, Dagster)."""
+    total, reached = 0.0, float("-inf")
+    for job in sorted(jobs, key=lambda job: job.submitted):
+        start = max(job.submitted, reached)
+        if job.completed > start:
+            total += job.completed - start
+        reached = max(reached, job.completed)
+    return total
 
 
 def _relative(call_site: str) -> str:
@@ -110,6 +125,7 @@ def spark_jobs(session: SparkSession, after_job: int = -1) -> list[SparkJob]:
         if job_id <= after_job:
             continue
         submitted = job.submissionTime()
+        completed = job.completionTime()
         description = job.description()
         call_site = str(description.get() if description.isDefined() else job.name())
         jobs.append(
@@ -118,6 +134,7 @@ def spark_jobs(session: SparkSession, after_job: int = -1) -> list[SparkJob]:
                 submitted=submitted.get().getTime() / 1000 if submitted.isDefined() else 0.0,
                 call_site=_relative(call_site),
                 stages=int(job.numCompletedStages()) + int(job.numFailedStages()),
+                completed=completed.get().getTime() / 1000 if completed.isDefined() else 0.0,
             )
         )
     return sorted(jobs, key=lambda job: job.job_id)
