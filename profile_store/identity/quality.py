@@ -8,14 +8,18 @@ holds up to the day (the key tables), so recall does not count links that no dat
 *B-cubed* (Bagga & Baldwin): per profile, the overlap of its component with its person over
 each; averaged over every profile seen, against the whole person (reported, not gated).
 
-All counts are aggregations in Spark: pairs in a group of n are n(n-1)/2.
+Spark joins the profiles seen with the answer key and the evidence; the counts are taken in
+the driver from that one row per profile: the answer key is one file the generator wrote from
+memory, so the rows are as many as the generator held. Pairs in a group of n are n(n-1)/2.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import Column, DataFrame
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from profile_store.identity.rules import MEMBER_ID
@@ -45,10 +49,6 @@ class IdentityQuality:
     def bcubed_f1(self) -> float:
         p, r = self.bcubed_precision, self.bcubed_recall
         return 2 * p * r / (p + r) if p + r else 0.0
-
-
-def _pairs(count: Column) -> Column:
-    return F.coalesce(F.sum(count * (count - 1) / 2), F.lit(0)).cast("long")
 
 
 def identity_quality(
@@ -81,58 +81,41 @@ def identity_quality(
             "email",
             F.coalesce(F.array_contains("emails", F.col("email_sha256")), F.lit(False)),
         )
-        .select("profile", "person_id", "master", "login", "email")
-        .cache()
+        .select("person_id", "master", "login", "email")
     )
-    try:
-        return _measure(profiles)
-    finally:
-        profiles.unpersist()
+    return measure(profiles.toArrow().to_pandas())
 
 
-def _measure(profiles: DataFrame) -> IdentityQuality:
-    bridged = profiles.groupBy("person_id").agg(
-        F.max((F.col("login") & F.col("email")).cast("int")).alias("bridged")
+def _pairs(sizes: pd.Series) -> int:
+    """Pairs within groups of these sizes: n(n-1)/2 each."""
+    return int((sizes * (sizes - 1) // 2).sum())
+
+
+def measure(profiles: pd.DataFrame) -> IdentityQuality:
+    """The figures from one row per profile (person_id, master, login, email)."""
+    count = len(profiles)
+    if count == 0:
+        return IdentityQuality(0, 0, 0, 0, 0, 1.0, 1.0)
+    size = profiles.groupby("master")["person_id"].transform("size")
+    person_size = profiles.groupby("person_id")["master"].transform("size")
+    cells = profiles.assign(size=size, person_size=person_size).groupby(
+        ["master", "person_id"], sort=False
     )
-    group = (
-        F.when(~F.col("login") & ~F.col("email"), F.lit(None))
-        .when(F.col("bridged") == 1, F.col("person_id"))
-        .when(F.col("login"), F.concat("person_id", F.lit("|login")))
-        .otherwise(F.concat("person_id", F.lit("|email")))
+    n = cells.size()
+    first = cells[["size", "person_size"]].first()
+    bridged = (
+        (profiles["login"] & profiles["email"]).groupby(profiles["person_id"]).transform("max")
     )
-    grouped = profiles.join(bridged, "person_id").withColumn("group", group)
-    linkable = grouped.where(F.col("group").isNotNull())
-    component = profiles.groupBy("master").agg(F.count(F.lit(1)).alias("size"))
-    person = profiles.groupBy("person_id").agg(F.count(F.lit(1)).alias("person_size"))
-    cells = (
-        profiles.groupBy("master", "person_id")
-        .agg(F.count(F.lit(1)).alias("n"))
-        .join(component, "master")
-        .join(person, "person_id")
+    group = profiles["person_id"].where(
+        bridged, profiles["person_id"] + np.where(profiles["login"], "|login", "|email")
     )
-    totals = cells.agg(
-        _pairs(F.col("n")).alias("true_predicted"),
-        F.sum(F.col("n") * F.col("n") / F.col("size")).alias("bcubed_p"),
-        F.sum(F.col("n") * F.col("n") / F.col("person_size")).alias("bcubed_r"),
-        F.sum("n").alias("profiles"),
-    ).first()
-    predicted = component.agg(_pairs(F.col("size"))).first()[0]
-    linkable_pairs = (
-        linkable.groupBy("group").agg(F.count(F.lit(1)).alias("n")).agg(_pairs(F.col("n")))
-    ).first()[0]
-    linked = (
-        linkable.groupBy("group", "master")
-        .agg(F.count(F.lit(1)).alias("n"))
-        .agg(_pairs(F.col("n")))
-        .first()[0]
-    )
-    count = int(totals["profiles"] or 0)
+    linkable = profiles.assign(group=group)[profiles["login"] | profiles["email"]]
     return IdentityQuality(
         profiles=count,
-        predicted_pairs=int(predicted),
-        true_predicted_pairs=int(totals["true_predicted"]),
-        linkable_pairs=int(linkable_pairs),
-        linked_linkable_pairs=int(linked),
-        bcubed_precision=float(totals["bcubed_p"] or 0) / count if count else 1.0,
-        bcubed_recall=float(totals["bcubed_r"] or 0) / count if count else 1.0,
+        predicted_pairs=_pairs(profiles.groupby("master").size()),
+        true_predicted_pairs=_pairs(n),
+        linkable_pairs=_pairs(linkable.groupby("group").size()),
+        linked_linkable_pairs=_pairs(linkable.groupby(["group", "master"]).size()),
+        bcubed_precision=float((n * n / first["size"]).sum()) / count,
+        bcubed_recall=float((n * n / first["person_size"]).sum()) / count,
     )
