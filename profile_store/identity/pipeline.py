@@ -40,6 +40,7 @@ from profile_store.identity.incremental import (
 from profile_store.identity.keys import day_keys, day_profiles, profiles_first_seen
 from profile_store.identity.rules import BridgingRules
 from profile_store.identity.settings import non_bridging_kinds
+from profile_store.identity.super_nodes import REASON_BLOCKLIST, REASON_SUPER_NODE
 from profile_store.lake.layout import (
     IDENTITY_COMPONENTS,
     IDENTITY_COMPONENTS_LATEST,
@@ -173,22 +174,25 @@ def build_day_edges(
     edges, quarantined = day_edges(keys, history, day, rules)
     edges_uri = storage.spark_uri(day_dir(IDENTITY_EDGES, day))
     quarantine_uri = storage.spark_uri(day_dir(IDENTITY_QUARANTINE, day))
-    edges.coalesce(4).write.mode("overwrite").parquet(edges_uri)
-    quarantined.coalesce(1).write.mode("overwrite").parquet(quarantine_uri)
+    # The summary's counts are observed while the two are written, not read back by queries.
+    rule_names = sorted({rules.rule_of(key_type) for key_type in rules.key_types})
+    edges_written = Observation("identity_edges")
+    edges.observe(
+        edges_written,
+        *[F.count(F.when(F.col("rule") == name, 1)).alias(name) for name in rule_names],
+    ).coalesce(4).write.mode("overwrite").parquet(edges_uri)
+    reason_names = (REASON_BLOCKLIST, REASON_SUPER_NODE)
+    quarantine_written = Observation("identity_quarantine")
+    quarantined.observe(
+        quarantine_written,
+        *[F.count(F.when(F.col("reason") == name, 1)).alias(name) for name in reason_names],
+        F.count(F.when(F.col("revokes_edges"), 1)).alias("revoking"),
+    ).coalesce(1).write.mode("overwrite").parquet(quarantine_uri)
+    by_rule = {name: int(edges_written.get[name]) for name in rule_names}
+    by_reason = {name: int(quarantine_written.get[name]) for name in reason_names}
 
-    # Read back with the schemas just written: inferring them would cost a Spark job each.
-    written_edges = spark.read.schema(edges.schema).parquet(edges_uri)
+    # Read back with the schema just written: inferring it would cost a Spark job.
     written_quarantine = spark.read.schema(quarantined.schema).parquet(quarantine_uri)
-    by_rule = {r["rule"]: int(r["count"]) for r in written_edges.groupBy("rule").count().collect()}
-    reasons = (
-        written_quarantine.groupBy("reason")
-        .agg(
-            F.count(F.lit(1)).alias("count"),
-            F.count(F.when(F.col("revokes_edges"), 1)).alias("revoking"),
-        )
-        .collect()
-    )
-    by_reason = {r["reason"]: int(r["count"]) for r in reasons}
     top = [
         {
             "key_type": r["key_type"],
@@ -205,10 +209,10 @@ def build_day_edges(
         profiles=int(profiles_written.get["rows"]),
         keys=keys.select("key_type", "key").distinct().count(),
         edges=sum(by_rule.values()),
-        edges_by_rule=by_rule,
+        edges_by_rule={name: count for name, count in by_rule.items() if count},
         quarantined_keys=sum(by_reason.values()),
-        quarantined_by_reason=by_reason,
-        revoking_keys=sum(int(r["revoking"]) for r in reasons),
+        quarantined_by_reason={name: count for name, count in by_reason.items() if count},
+        revoking_keys=int(quarantine_written.get["revoking"]),
         top_quarantined=top,
         edges_uri=edges_uri,
         quarantine_uri=quarantine_uri,
