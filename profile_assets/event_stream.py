@@ -3,20 +3,27 @@
 Kafka and its consumers (``profiles stream lake-sink``, the live profiles) are long-running
 services, not runs, so the stream is an external asset (``event_stream``) that no run
 materializes: ``sensors/event_stream`` observes it (each consumer group's lag and newest
-processed event time) and reports the lag check with each observation; the check can also be
-run by hand. Without Kafka configured the observation says so and the code location loads.
+processed event time, and what each stream job says of itself on its metrics listener) and
+reports the lag check with each observation; the check can also be run by hand. A process that
+runs the stream where no daemon ticks the sensor (the demo) records the same observations with
+``record_stream_health``. Without Kafka configured the observation says so and the code
+location loads.
 """
 
 from __future__ import annotations
 
 from dagster import (
+    AssetCheckEvaluation,
     AssetCheckResult,
     AssetCheckSeverity,
+    AssetObservation,
     AssetSpec,
+    DagsterInstance,
     MetadataValue,
     asset_check,
 )
 
+from profile_store.realtime.consumer_probe import ConsumerReport
 from profile_store.realtime.stream_lag import StreamObservation, max_lag_from_env
 
 EVENT_STREAM = "event_stream"
@@ -33,11 +40,24 @@ event_stream = AssetSpec(
 )
 
 
+def consumer_metadata(report: ConsumerReport) -> dict:
+    """A stream job's own report: what Kafka cannot say (alive, ready, events committed)."""
+    if report.error is not None:
+        return {report.name: f"not answering: {report.error}"}
+    metadata: dict = {f"{report.name} alive": report.alive, f"{report.name} ready": report.ready}
+    if report.events is not None:
+        metadata[f"{report.name} events committed"] = MetadataValue.int(report.events)
+    return metadata
+
+
 def observation_metadata(observation: StreamObservation) -> dict:
-    """The observation's metadata: one entry per consumer group, plus the topic."""
+    """The observation's metadata: one entry per consumer group, the jobs' own reports, plus
+    the topic."""
     if not observation.configured:
         return {"kafka": "not configured (set PROFILES_KAFKA_BOOTSTRAP_SERVERS)"}
     metadata: dict = {"topic": observation.topic}
+    for report in observation.consumers:
+        metadata.update(consumer_metadata(report))
     if observation.error is not None:
         metadata["kafka"] = f"unreachable: {observation.error}"
         return metadata
@@ -78,6 +98,36 @@ def lag_check_result(observation: StreamObservation, max_lag: int) -> AssetCheck
         description=description,
         metadata={"max_lag": max_lag, **{f"{group} lag": lag for group, lag in lags.items()}},
     )
+
+
+def stream_events(
+    observation: StreamObservation, max_lag: int
+) -> list[AssetObservation | AssetCheckEvaluation]:
+    """The observation, and the check's evaluation when the lag was measured."""
+    events: list[AssetObservation | AssetCheckEvaluation] = [
+        AssetObservation(asset_key=EVENT_STREAM, metadata=observation_metadata(observation))
+    ]
+    if observation.configured and observation.error is None:
+        result = lag_check_result(observation, max_lag)
+        events.append(
+            AssetCheckEvaluation(
+                asset_key=result.asset_key,
+                check_name=LAG_CHECK,
+                passed=result.passed,
+                metadata=result.metadata,
+                description=result.description,
+            )
+        )
+    return events
+
+
+def record_stream_health(
+    instance: DagsterInstance, observation: StreamObservation, max_lag: int
+) -> None:
+    """The observation and its check recorded in ``instance`` outside any run, as the sensor's
+    tick records them: for a process that runs the stream where no daemon ticks the sensor."""
+    for event in stream_events(observation, max_lag):
+        instance.report_runless_asset_event(event)
 
 
 @asset_check(

@@ -27,6 +27,11 @@ from confluent_kafka import (
 
 from profile_store.event_bus.settings import EventBusSettings
 from profile_store.events.arrow_rules import event_times
+from profile_store.realtime.consumer_probe import (
+    ConsumerReport,
+    metrics_urls_from_env,
+    probe_consumer,
+)
 
 MAX_LAG_VARIABLE = "PROFILES_STREAM_MAX_LAG"
 DEFAULT_MAX_LAG = 100_000
@@ -159,6 +164,7 @@ class StreamObservation:
     topic: str | None = None
     groups: list[GroupLag] = field(default_factory=list)
     error: str | None = None
+    consumers: list[ConsumerReport] = field(default_factory=list)  # the jobs' own reports
 
     def lagging(self, max_lag: int) -> list[GroupLag]:
         return [g for g in self.groups if g.started and g.lag > max_lag]
@@ -167,14 +173,18 @@ class StreamObservation:
 def observe_stream(
     env: Mapping[str, str] | None = None, timeout: float = 10.0
 ) -> StreamObservation:
-    """The stream as the environment configures it; Kafka not configured
+    """The stream as the environment configures it, with the reports of the jobs whose
+    listeners ``PROFILES_STREAM_METRICS_URLS`` names; Kafka not configured
     (``PROFILES_KAFKA_BOOTSTRAP_SERVERS`` unset) or unreachable is said, not raised."""
     env = os.environ if env is None else env
     if not env.get("PROFILES_KAFKA_BOOTSTRAP_SERVERS"):
         return StreamObservation(configured=False)
     settings = EventBusSettings.from_env(env)
+    consumers = [probe_consumer(url, timeout) for url in metrics_urls_from_env(env)]
     try:
         groups = observe_groups(settings, groups_from_env(env), timeout)
     except KafkaException as error:
-        return StreamObservation(True, settings.topic, error=str(error.args[0]))
-    return StreamObservation(True, settings.topic, groups)
+        return StreamObservation(
+            True, settings.topic, error=str(error.args[0]), consumers=consumers
+        )
+    return StreamObservation(True, settings.topic, groups, consumers=consumers)

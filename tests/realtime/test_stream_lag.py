@@ -1,18 +1,28 @@
 """The event stream seen from Dagster, against the real broker: a consumer group with a backlog,
-its lag and newest processed event in the observation, and the lag check on both sides of its
-limit."""
+its lag and newest processed event in the observation, a stream job's own report beside them,
+the lag check on both sides of its limit, and the observations a process running the stream
+records into a Dagster instance."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-from dagster import AssetCheckEvaluation, AssetObservation, build_sensor_context
-from landing_files import event_line
+from dagster import AssetCheckEvaluation, AssetObservation, DagsterInstance, build_sensor_context
+from landing_files import drive, event_line
+from stream_observations import lag_check_results, observations
+from webserver_wait import free_port
 
+from profile_assets.event_stream import stream_events
+from profile_assets.stream_observer import StreamObserver
 from profile_store.event_bus.producer import EventProducer
+from profile_store.realtime.consumer_probe import metrics_urls_from_env, probe_consumer
 from profile_store.realtime.event_keys import keyed_lines
+from profile_store.realtime.sink_metrics import ConsumerHealth, ConsumerMetrics
 from profile_store.realtime.stream_lag import max_lag_from_env, observe_stream
-from sensors.event_stream import build_event_stream_sensor, stream_events
+from sensors.event_stream import build_event_stream_sensor
 
 GROUP = "lag-test-group"
 
@@ -89,6 +99,112 @@ def test_an_unreachable_kafka_is_said_in_the_observation(backlog):
     down = {**backlog, "PROFILES_KAFKA_BOOTSTRAP_SERVERS": "127.0.0.1:1"}
     events = stream_events(observe_stream(down, timeout=2), max_lag=10)
     assert events[0].metadata["kafka"].text.startswith("unreachable")
+
+
+@pytest.fixture
+def job_listener() -> Iterator[tuple[ConsumerMetrics, str]]:
+    """A live job's real metrics listener (as ``--metrics-port`` serves it) that has committed
+    20 events and waits for its partitions; its address."""
+    metrics = ConsumerMetrics("live_profiles", ConsumerHealth(needs_hbase=True))
+    metrics.written(20, 0.01)
+    server = metrics.serve("127.0.0.1", 0)
+    try:
+        yield metrics, f"127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_jobs_report_holds_the_events_it_committed_and_why_it_is_not_ready(job_listener):
+    _, address = job_listener
+
+    report = probe_consumer(f"http://{address}")
+
+    assert (report.job, report.events, report.alive) == ("live_profiles", 20, "ok")
+    assert report.ready == "no: waiting for partitions from the Kafka consumer group"
+    assert report.error is None
+    assert report.name == f"live_profiles at {address}"
+
+
+def test_a_jobs_report_says_ready_once_it_holds_partitions_and_hbase_answers(job_listener):
+    metrics, address = job_listener
+    metrics.health.assigned()
+    metrics.health.hbase_answered()
+
+    assert probe_consumer(f"http://{address}").ready == "ok"
+
+
+def test_a_listener_that_does_not_answer_is_reported_not_raised():
+    report = probe_consumer(f"http://127.0.0.1:{free_port()}", timeout=2)
+
+    assert report.error is not None and "refused" in report.error.lower()
+    assert report.events is None and report.ready is None
+
+
+def test_the_jobs_listeners_are_named_by_a_comma_separated_variable():
+    env = {"PROFILES_STREAM_METRICS_URLS": " http://a:9193/ , http://b:9192,"}
+    assert metrics_urls_from_env(env) == ("http://a:9193", "http://b:9192")
+    assert metrics_urls_from_env({}) == ()
+
+
+def observation_of(observation) -> AssetObservation:
+    return next(e for e in stream_events(observation, 10) if isinstance(e, AssetObservation))
+
+
+def test_the_observation_holds_the_own_report_of_each_job_the_variable_names(backlog, job_listener):
+    metrics, address = job_listener
+    metrics.health.assigned()
+    metrics.health.hbase_answered()
+    env = {**backlog, "PROFILES_STREAM_METRICS_URLS": f"http://{address}"}
+
+    metadata = observation_of(observe_stream(env)).metadata
+
+    assert metadata[f"live_profiles at {address} events committed"].value == 20
+    assert metadata[f"live_profiles at {address} ready"].text == "ok"
+    assert metadata[f"live_profiles at {address} alive"].text == "ok"
+    assert metadata[f"{GROUP} lag"].value == 10
+
+
+def test_a_job_whose_listener_does_not_answer_is_said_beside_the_groups_lag(backlog, job_listener):
+    _, address = job_listener
+    stopped = "http://127.0.0.1:1"
+    env = {**backlog, "PROFILES_STREAM_METRICS_URLS": f"{stopped},http://{address}"}
+
+    metadata = observation_of(observe_stream(env)).metadata
+
+    assert metadata["stream job at 127.0.0.1:1"].text.startswith("not answering: ")
+    assert metadata[f"live_profiles at {address} events committed"].value == 20
+    assert metadata[f"{GROUP} lag"].value == 10
+
+
+def test_the_observer_records_an_observation_and_the_lag_check_when_it_starts_and_stops(
+    backlog, job_listener
+):
+    _, address = job_listener
+    env = {**backlog, "PROFILES_STREAM_METRICS_URLS": f"http://{address}"}
+    instance = DagsterInstance.ephemeral()
+    observer = StreamObserver(instance, env, interval_s=3600, max_lag=5)
+
+    observer.start()
+    assert len(observations(instance)) == 1
+    observer.stop()
+
+    recorded = observations(instance)
+    assert observer.recorded == len(recorded) == 2
+    for metadata in recorded:
+        assert metadata[f"{GROUP} lag"].value == 10
+        assert metadata[f"live_profiles at {address} events committed"].value == 20
+    assert lag_check_results(instance) == [False, False]  # 10 behind, limit 5
+
+
+def test_the_observer_records_on_its_cadence_until_stopped(backlog):
+    instance = DagsterInstance.ephemeral()
+    observer = StreamObserver(instance, backlog, interval_s=0.05).start()
+    drive(lambda: time.sleep(0.05), lambda: observer.recorded >= 3)
+    observer.stop()
+
+    assert observer.recorded >= 4  # the first, two or more on the cadence, the last
+    assert len(observations(instance)) == observer.recorded
 
 
 @pytest.mark.parametrize("text", ["-1", "many", "1.5"])
