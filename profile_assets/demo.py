@@ -12,11 +12,15 @@ import os
 import time
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from profile_assets.local_ui import with_lake_start_date
 from profile_store.cli.argument_types import iso_date, positive_int, whole_number
 from profile_store.lake.layout import LANDING
 from resources.lake import LakeResource
+
+if TYPE_CHECKING:
+    from dagster import DagsterInstance
 
 # Small enough for a first result in minutes, long enough for every capability: trimming over
 # a trailing window, incremental identity days with merges, profile compaction, every check.
@@ -307,10 +311,28 @@ def _forget_a_person(lake_root: Path, instance) -> bool:
     return gone and report["sketch_rows_retaining"] == 0
 
 
-def show_real_time(lake_root: Path, days: list[date]) -> bool:
+def demo_instance() -> DagsterInstance:
+    """The Dagster instance of ``$DAGSTER_HOME`` (a temporary one without it), its
+    *Auto-materialize* switch following ``automation_sensor``: whichever way the UI is opened
+    on it afterwards (``make ui``, ``dagster dev``, ``dagster-webserver``), the job page does
+    not say "off" beside the running sensor."""
+    from dagster import DagsterInstance
+
+    from sensors.automation import automation_tag_follows_the_sensor
+
+    home = os.environ.get("DAGSTER_HOME")
+    instance = DagsterInstance.get() if home else DagsterInstance.ephemeral()
+    automation_tag_follows_the_sensor(instance)
+    return instance
+
+
+def show_real_time(
+    lake_root: Path, days: list[date], instance: DagsterInstance | None = None
+) -> bool:
     """Kafka started, then ``profiles stream live-profiles`` and ``profiles serve``; a purchase
     sent for one id of a person of the last day, read from another id (``live_demo``). True if
-    it showed within the bound; Kafka and the commands are stopped either way."""
+    it showed within the bound; Kafka and the commands are stopped either way. With
+    ``instance``, observations of ``event_stream`` are recorded there while the stream runs."""
     import shutil
     import tempfile
 
@@ -321,6 +343,7 @@ def show_real_time(lake_root: Path, days: list[date]) -> bool:
         LiveCommands,
         LiveDemoError,
         ids_seen_on,
+        observations_line,
         persons_by_master,
         pick_person,
         send_and_watch,
@@ -361,7 +384,8 @@ def show_real_time(lake_root: Path, days: list[date]) -> bool:
             f"topic {settings.topic!r}: up in {time.monotonic() - t0:.1f}s"
         )
         t0 = time.monotonic()
-        with LiveCommands(settings, hbase.address, lake_root, work / "logs") as commands:
+        live = LiveCommands(settings, hbase.address, lake_root, work / "logs", instance=instance)
+        with live as commands:
             _print(
                 f"  profiles stream live-profiles (group {commands.group_id}) and profiles serve "
                 f"({commands.url}): up in {time.monotonic() - t0:.1f}s"
@@ -391,6 +415,8 @@ def show_real_time(lake_root: Path, days: list[date]) -> bool:
         )
         _print(f"      counters  {counters}")
         _print(f"  live job stopped: {outcome.job_summary}")
+        if commands.observer is not None:
+            _print(f"  {observations_line(commands.observer)}")
         succeeded = True
     except (KafkaStartError, TopicError, LiveDemoError) as error:
         _print(f"  FAILED (the bound is {VISIBLE_TIMEOUT_S:.0f}s): {error}")
@@ -445,8 +471,6 @@ def main(argv: list[str] | None = None) -> int:
 
     _print("== Ad-tech profile platform: demo on embedded defaults ==")
     # Dagster, Spark and Great Expectations take seconds to import: the first line comes first.
-    from dagster import DagsterInstance
-
     from profile_assets.automation import WHOLE_DAY_RUN_TAGS
     from profile_assets.definitions import defs
     from profile_assets.demo_progress import run_partition
@@ -485,8 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     _print(f"[2/2] materializing every asset for {len(days)} day partitions ...")
     _activate_demo_audience()
     _print(f"      saved and activated the audience '{DEMO_AUDIENCE}' ({DEMO_TENANT})")
-    instance = DagsterInstance.get() if os.environ.get("DAGSTER_HOME") else None
-    instance = instance or DagsterInstance.ephemeral()
+    instance = demo_instance()
     job = defs.resolve_job_def("daily_pipeline")
     failures = 0
     totals = {"clean": 0, "quarantined": 0, "duplicates": 0}
@@ -546,7 +569,7 @@ def main(argv: list[str] | None = None) -> int:
 
     _print()
     _print("== Real time: an event reaches a bidder's read within seconds ==")
-    failures += not show_real_time(lake_root, days)
+    failures += not show_real_time(lake_root, days, instance)
 
     _print()
     _print("== What was produced ==")

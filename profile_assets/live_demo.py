@@ -6,7 +6,9 @@ HBase and a Kafka broker; a short shopping session of now (view, cart, purchase)
 a person of the last day goes through the collector (``POST /v1/events`` with a tenant's key),
 and ``segments`` of another id of the person is read until the purchase's segment shows. The
 events are of today (UTC) because the live job applies only the days a person's daily state
-does not count yet, and the demo's days end yesterday.
+does not count yet, and the demo's days end yesterday. Given a Dagster instance, the launcher
+records observations of ``event_stream`` into it while the stream runs (no daemon ticks the
+sensor during the demo), the last once the job has committed the events.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from pathlib import Path
 from typing import IO
 
 from confluent_kafka.admin import AdminClient
+from dagster import DagsterInstance
 
+from profile_assets.stream_observer import DEFAULT_INTERVAL_S, StreamObserver
 from profile_store.event_bus.settings import EventBusSettings
 from profile_store.identity.pipeline import latest_assignment_dir
 from profile_store.lake.layout import IDENTITY_PROFILES, day_dir
@@ -34,7 +38,13 @@ from profile_store.lake.storage import LocalLakeStorage
 from profile_store.launchers.child_processes import log_tail, stop_process
 from profile_store.profiles.reads import ProfileReader, ProfileView, current_ms
 from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules
+from profile_store.realtime.consumer_probe import (
+    METRICS_URLS_VARIABLE,
+    ConsumerReport,
+    probe_consumer,
+)
 from profile_store.realtime.live_profiles import DEFAULT_GROUP_ID
+from profile_store.realtime.stream_lag import GROUPS_VARIABLE
 
 # A purchase puts a person in it from one event (DEFAULT_RULES, which both the daily
 # compaction and the live job apply when not configured otherwise).
@@ -198,8 +208,12 @@ def group_is_assigned(
 
 class LiveCommands:
     """``profiles stream live-profiles`` and ``profiles serve`` as child processes on one HBase
-    and one Kafka topic, each logging to a file of ``log_dir``; ready once the service listens
-    and the job's consumer group holds the topic's partitions."""
+    and one Kafka topic, each logging to a file of ``log_dir``; ready once the service listens,
+    the job's metrics listener is up and its consumer group holds the topic's partitions.
+
+    With ``instance``, observations of ``event_stream`` (the job's group and its own report)
+    are recorded there from the moment they are ready until just before they stop, every
+    ``observe_every_s``."""
 
     def __init__(
         self,
@@ -211,6 +225,8 @@ class LiveCommands:
         group_id: str = DEFAULT_GROUP_ID,
         tenants_file: Path = TENANTS_FILE,
         start_timeout_s: float = START_TIMEOUT_S,
+        instance: DagsterInstance | None = None,
+        observe_every_s: float = DEFAULT_INTERVAL_S,
     ) -> None:
         self.settings = settings
         self.group_id = group_id
@@ -223,6 +239,11 @@ class LiveCommands:
         self._logs: dict[str, IO[bytes]] = {}
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
         self.url: str | None = None
+        self.metrics_url: str | None = None  # the live job's listener
+        self.instance = instance
+        self.observe_every_s = observe_every_s
+        self.observer: StreamObserver | None = None
+        self._observing = False
 
     def _environment(self) -> dict[str, str]:
         """Ours, with this broker and topic instead of any Kafka the shell points at."""
@@ -242,6 +263,14 @@ class LiveCommands:
             env=self._environment(),
         )
 
+    def observed_environment(self) -> dict[str, str]:
+        """What the observations measure: this topic, the job's group and its listener."""
+        env = self._environment()
+        env[GROUPS_VARIABLE] = self.group_id
+        if self.metrics_url is not None:
+            env[METRICS_URLS_VARIABLE] = self.metrics_url
+        return env
+
     def log(self, name: str) -> str:
         return (self.log_dir / f"{name}.log").read_text(errors="replace")
 
@@ -259,7 +288,10 @@ class LiveCommands:
         try:
             self._spawn(
                 "live-profiles",
-                ["stream", "live-profiles", "--lake", self._lake, "--group-id", self.group_id],
+                [
+                    *("stream", "live-profiles", "--lake", self._lake),
+                    *("--group-id", self.group_id, "--metrics-port", "0"),
+                ],
             )
             self._spawn(
                 "serve",
@@ -271,26 +303,44 @@ class LiveCommands:
             )
             deadline = time.monotonic() + self.start_timeout_s
             assigned = False
-            while self.url is None or not assigned:
+            while self.url is None or self.metrics_url is None or not assigned:
                 self.check_running()
                 if time.monotonic() > deadline:
-                    waiting = "the service to listen" if self.url is None else "the job's group"
+                    steps = [
+                        ("the service to listen", self.url is not None),
+                        ("the job's metrics listener", self.metrics_url is not None),
+                        ("the job's group", assigned),
+                    ]
+                    waiting = next(what for what, done in steps if not done)
                     raise LiveDemoError(
                         f"waited {self.start_timeout_s:.0f} s for {waiting}; logs in {self.log_dir}"
                     )
                 if self.url is None:
                     self.url = _listening_url(self.log("serve"))
+                if self.metrics_url is None:
+                    self.metrics_url = _metrics_url(self.log("live-profiles"))
                 assigned = assigned or group_is_assigned(admin, self.settings, self.group_id)
                 time.sleep(0.1)
+            if self.instance is not None:
+                self.observer = StreamObserver(
+                    self.instance, self.observed_environment(), self.observe_every_s
+                )
+                self.observer.start()
+                self._observing = True
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> str:
-        """SIGTERM both (the job finishes its batch in hand); the job's last summary line.
-        Raises ``LiveDemoError`` when the job did not exit 0."""
-        codes = {name: stop_process(p, 60.0) for name, p in self._processes.items()}
+        """The last observation, then SIGTERM both (the job finishes its batch in hand); the
+        job's last summary line. Raises ``LiveDemoError`` when the job did not exit 0."""
+        try:
+            if self._observing and self.observer is not None:
+                self._observing = False
+                self.observer.stop()
+        finally:
+            codes = {name: stop_process(p, 60.0) for name, p in self._processes.items()}
         self._processes.clear()
         for log in self._logs.values():
             log.close()
@@ -312,11 +362,88 @@ class LiveCommands:
         self.stop()
 
 
+def observations_line(observer: StreamObserver) -> str:
+    """What the demo says of the observations it recorded: how many, and the last one's lag,
+    events committed and newest event per group and job."""
+    last = observer.last
+    if last is None:
+        return "event_stream: no observation recorded"
+    parts = [
+        f"{group.group} lag {group.lag:,}, newest event {group.newest_event_time}"
+        if group.started
+        else f"{group.group} not started"
+        for group in last.groups
+    ]
+    parts += [
+        f"{report.name}: {report.events:,} events committed, ready {report.ready}"
+        if report.error is None
+        else f"{report.name}: {report.error}"
+        for report in last.consumers
+    ]
+    if last.error is not None:
+        parts.append(f"Kafka unreachable: {last.error}")
+    return (
+        f"event_stream: {observer.recorded} observations recorded in the Dagster instance; "
+        f"the last: {'; '.join(parts)}"
+    )
+
+
 def _listening_url(log: str) -> str | None:
     marker = "Uvicorn running on "
     if marker not in log:
         return None
     return log.split(marker, 1)[1].split()[0]
+
+
+def _metrics_url(log: str) -> str | None:
+    """The base URL of the listener that ``--metrics-port 0`` picked, from the job's log."""
+    marker = "metrics on "
+    if marker not in log:
+        return None
+    return log.split(marker, 1)[1].split()[0].removesuffix("/metrics")
+
+
+def wait_until_committed(
+    commands: LiveCommands, events: int, timeout_s: float, since: float
+) -> None:
+    """Until the live job reports ``events`` committed (its offsets past them): the stream's
+    last observation then shows what the events did, not a batch in flight."""
+    url = commands.metrics_url
+    if url is None:
+        raise RuntimeError("the live commands are not started")
+    last = [ConsumerReport(url, error="not asked yet")]
+
+    def committed() -> bool:
+        last[0] = probe_consumer(url)
+        return last[0].events is not None and last[0].events >= events
+
+    _poll(
+        commands,
+        committed,
+        since,
+        timeout_s,
+        lambda: (
+            f"the live job did not report its {events} events committed within "
+            f"{timeout_s:.0f} s ({last[0].error or f'{last[0].events} committed'}; log: "
+            f"{commands.log_dir / 'live-profiles.log'})"
+        ),
+    )
+
+
+def _poll(
+    commands: LiveCommands,
+    done: Callable[[], bool],
+    since: float,
+    timeout_s: float,
+    why: Callable[[], str],
+) -> None:
+    """Until ``done()``, the children checked between tries; ``LiveDemoError(why())`` once
+    ``timeout_s`` have passed since ``since``."""
+    while not done():
+        commands.check_running()
+        if time.monotonic() - since > timeout_s:
+            raise LiveDemoError(why())
+        time.sleep(_POLL_S)
 
 
 def send_and_watch(
@@ -329,7 +456,8 @@ def send_and_watch(
     clock: Callable[[], datetime] = lambda: datetime.now(UTC),
 ) -> LiveOutcome:
     """The shopping session for ``person.sent_to`` through the collector, then ``segments`` of
-    ``person.read_from`` until ``SEGMENT`` shows; the job is stopped before returning."""
+    ``person.read_from`` until ``SEGMENT`` shows; once the job has committed the events, it is
+    stopped (after the last observation) before returning."""
     if commands.url is None:
         raise RuntimeError("the live commands are not started")
     events = shopping_session(person.sent_to, clock())
@@ -340,21 +468,26 @@ def send_and_watch(
             f"POST /v1/events for {person.sent_to.profile}: {status} {json.dumps(answer)} "
             f"(expected 202 with all {len(events)} events accepted)"
         )
-    while True:
+
+    def visible() -> bool:
         shown = reader.segments(person.read_from.profile)
-        if shown is not None and SEGMENT in shown.segments:
-            seconds = time.monotonic() - answered
-            break
-        commands.check_running()
-        if time.monotonic() - answered > timeout_s:
-            raise LiveDemoError(
-                f"segments({person.read_from.profile}) did not show {SEGMENT!r} within "
-                f"{timeout_s:.0f} s of the 202 for {person.sent_to.profile} (live job's log: "
-                f"{commands.log_dir / 'live-profiles.log'})"
-            )
-        time.sleep(_POLL_S)
+        return shown is not None and SEGMENT in shown.segments
+
+    _poll(
+        commands,
+        visible,
+        answered,
+        timeout_s,
+        lambda: (
+            f"segments({person.read_from.profile}) did not show {SEGMENT!r} within "
+            f"{timeout_s:.0f} s of the 202 for {person.sent_to.profile} (live job's log: "
+            f"{commands.log_dir / 'live-profiles.log'})"
+        ),
+    )
+    seconds = time.monotonic() - answered
     after = reader.profile(person.read_from.profile)
     if after is None:
         raise LiveDemoError(f"the row of {person.read_from.profile} vanished after its read")
+    wait_until_committed(commands, len(events), timeout_s, answered)
     summary = commands.stop()
     return LiveOutcome(person, events, status, answer, seconds, person.read_from, after, summary)

@@ -8,7 +8,8 @@
   pre-sensor automation daemon, which Dagster stores as paused until someone flips it. With
   automation sensors (Dagster's default since 1.9) the switch is ignored: the sensors run the
   conditions. Left paused, the tag says "off" beside a running ``automation_sensor``; the
-  switch is set to follow that sensor's default state instead.
+  switch is set to follow that sensor's default state instead
+  (``sensors.automation.automation_tag_follows_the_sensor``, which the demo calls too).
 - Dagster's first-run pop-up is off in the instance file (``nux: enabled: false`` in
   examples/dagster.local.yaml).
 """
@@ -58,19 +59,11 @@ def with_lake_start_date(env: Mapping[str, str]) -> dict[str, str]:
     return result
 
 
-def automation_tag_follows_the_sensor(instance) -> None:
-    """Flip the pre-sensor daemon's switch to match ``automation_sensor``'s default (on)."""
-    from dagster._daemon.asset_daemon import set_auto_materialize_paused
-
-    from sensors.automation import automation_sensor
-
-    running = automation_sensor.default_status.value == "RUNNING"
-    set_auto_materialize_paused(instance, not running)
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     """``dagster dev`` with ``argv`` (after the instance is prepared), in this process."""
     from dagster import DagsterInstance
+
+    from sensors.automation import automation_tag_follows_the_sensor
 
     env = with_lake_start_date(os.environ)
     os.environ.update(env)

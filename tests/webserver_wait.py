@@ -1,14 +1,20 @@
-"""Waiting for a Dagster webserver a test started (``dagster-webserver`` or ``dagster dev``)."""
+"""Waiting for a Dagster webserver a test started (``dagster-webserver`` or ``dagster dev``),
+starting one over an instance, and asking it over GraphQL."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import subprocess
+import sys
 import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import httpx
 import pytest
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -34,3 +40,42 @@ def wait_until_answering(
         if time.monotonic() > deadline:
             pytest.fail(f"the webserver did not answer within {timeout_s:.0f} s")
         time.sleep(1)
+
+
+@contextlib.contextmanager
+def dagster_webserver(home: Path, env: Mapping[str, str], timeout_s: float = 180) -> Iterator[str]:
+    """``dagster-webserver`` over the repository's ``workspace.yaml`` and the instance at
+    ``home`` on a free port, its output in ``home/webserver.log``; its URL."""
+    port = free_port()
+    command = [str(Path(sys.executable).with_name("dagster-webserver")), "-w", "workspace.yaml"]
+    log_path = home / "webserver.log"
+    with log_path.open("w") as log:
+        process = subprocess.Popen(
+            [*command, "-h", "127.0.0.1", "-p", str(port)],
+            cwd=REPO,
+            env={**env, "DAGSTER_HOME": str(home)},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_until_answering(process, url, log_path, timeout_s)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def graphql(url: str, query: str, variables: dict | None = None) -> dict:
+    """The ``data`` of a GraphQL query to the webserver at ``url``; an error fails the test."""
+    response = httpx.post(
+        f"{url}/graphql", json={"query": query, "variables": variables or {}}, timeout=120
+    )
+    response.raise_for_status()
+    body = response.json()
+    assert "errors" not in body, body["errors"]
+    return body["data"]

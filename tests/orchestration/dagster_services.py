@@ -26,6 +26,7 @@ from unittest import mock
 
 import httpx
 from dagster import DagsterEventType, DagsterInstance, DagsterRunStatus, RunsFilter
+from webserver_wait import graphql
 
 from profile_assets.definitions import daily_assets, defs
 from profile_store.generator.lake import generate_lake
@@ -260,13 +261,7 @@ class DagsterServices:
     # -- GraphQL --------------------------------------------------------------------------
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
-        response = httpx.post(
-            f"{self.url}/graphql", json={"query": query, "variables": variables or {}}, timeout=120
-        )
-        response.raise_for_status()
-        body = response.json()
-        assert "errors" not in body, body["errors"]
-        return body["data"]
+        return graphql(self.url, query, variables)
 
     def _repository_selector(self) -> dict:
         return {"repositoryLocationName": self.location, "repositoryName": self.repository}

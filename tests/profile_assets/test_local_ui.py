@@ -16,12 +16,11 @@ import sys
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-import httpx
 import pytest
 from dagster import AssetMaterialization, DagsterInstance
 from playwright.sync_api import sync_playwright
 from system_requirements import chromium
-from webserver_wait import free_port, wait_until_answering
+from webserver_wait import free_port, graphql, wait_until_answering
 
 from profile_assets.definitions import defs
 from profile_assets.demo import default_start
@@ -113,14 +112,6 @@ def local_ui(tmp_path_factory):
         except subprocess.TimeoutExpired:
             os.killpg(process.pid, signal.SIGKILL)
         log.close()
-
-
-def graphql(url: str, query: str) -> dict:
-    response = httpx.post(f"{url}/graphql", json={"query": query}, timeout=120)
-    response.raise_for_status()
-    body = response.json()
-    assert "errors" not in body, body["errors"]
-    return body["data"]
 
 
 PARTITIONS = """

@@ -12,14 +12,11 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-import httpx
 import pytest
 import yaml
-from webserver_wait import free_port, wait_until_answering
+from webserver_wait import dagster_webserver, graphql
 
 from profile_assets.definitions import defs
 
@@ -80,45 +77,13 @@ def webserver(tmp_path_factory):
     with gzip.open(landing / "part-00000.jsonl.gz", "wt") as out:
         out.write(json.dumps({"event_id": "e1", "event_type": "install"}) + "\n")
     (landing / "_SUCCESS").write_text("")
-    port = free_port()
     env = {
         **os.environ,
-        "DAGSTER_HOME": str(home),
         "PROFILES_LAKE_ROOT": str(lake),
         "PROFILES_HBASE_DATA_DIR": str(tmp_path_factory.mktemp("hbase")),
     }
-    command = [
-        str(Path(sys.executable).with_name("dagster-webserver")),
-        "-w",
-        "workspace.yaml",
-        "-h",
-        "127.0.0.1",
-        "-p",
-        str(port),
-    ]
-    log = (home / "webserver.log").open("w")
-    process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_until_answering(process, url, home / "webserver.log")
+    with dagster_webserver(home, env) as url:
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
-
-
-def graphql(url: str, query: str, variables: dict | None = None) -> dict:
-    response = httpx.post(
-        f"{url}/graphql", json={"query": query, "variables": variables or {}}, timeout=120
-    )
-    response.raise_for_status()
-    body = response.json()
-    assert "errors" not in body, body["errors"]
-    return body["data"]
 
 
 @pytest.fixture(scope="module")

@@ -1,11 +1,17 @@
 """The demo's real-time act (``profile_assets/live_demo.py``) against the real broker, a real
 embedded gateway holding a small compacted day and the real ``profiles stream live-profiles``
-and ``profiles serve`` processes: which person it picks, and events sent for one id of the
-person read back from another."""
+and ``profiles serve`` processes: which person it picks, events sent for one id of the person
+read back from another, and the stream's health recorded in the demo's Dagster instance, as a
+real ``dagster-webserver`` then shows it (with the *Auto-materialize* tag on)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
+import os
+import shutil
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
@@ -13,9 +19,12 @@ import happybase
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from dagster import DagsterInstance
 from live_rows import DAY_MS, table_opener, today, yesterday
+from stream_observations import lag_check_results, observations
+from webserver_wait import REPO, dagster_webserver, graphql
 
-from profile_assets.demo import show_real_time
+from profile_assets.demo import demo_instance, show_real_time
 from profile_assets.live_demo import (
     SEGMENT,
     LiveCommands,
@@ -117,7 +126,9 @@ def picked(reader: ProfileReader, lake: Path) -> LivePerson:
     return person
 
 
-def live_commands(bus, gateway, tmp_path: Path) -> LiveCommands:
+def live_commands(
+    bus, gateway, tmp_path: Path, instance: DagsterInstance | None = None
+) -> LiveCommands:
     """The two commands on the test's topic and gateway, in a consumer group of their own."""
     return LiveCommands(
         bus,
@@ -125,6 +136,7 @@ def live_commands(bus, gateway, tmp_path: Path) -> LiveCommands:
         tmp_path / "lake",
         tmp_path / "logs",
         group_id=f"live-demo-{uuid.uuid4().hex[:8]}",
+        instance=instance,
     )
 
 
@@ -187,6 +199,36 @@ def test_a_purchase_sent_for_one_id_shows_in_the_segments_of_another_id_within_t
         assert SEGMENT in reader.segments(profile).segments
 
 
+def test_the_launcher_records_the_streams_health_in_the_instance_until_the_job_stops(
+    bus, connection, gateway, tmp_path
+):
+    reader = compacted_day(connection, tmp_path / "lake", day_end_ms(yesterday()))
+    person = picked(reader, tmp_path / "lake")
+    instance = DagsterInstance.ephemeral()
+
+    with live_commands(bus, gateway, tmp_path, instance) as commands:
+        when_up = observations(instance)
+        outcome = send_and_watch(commands, reader, person, tenant_key("com.shopfast.android"))
+
+    job = f"live_profiles at {commands.metrics_url.removeprefix('http://')}"
+    group = commands.group_id
+    # one as soon as the commands were up: the job running, nothing sent yet
+    (first,) = when_up
+    assert first[f"{job} events committed"].value == 0
+    assert first[f"{job} alive"].text == "ok"
+    # the last just before the job stopped, once it had committed the three events
+    recorded = observations(instance)
+    assert len(recorded) == commands.observer.recorded >= 2
+    last = recorded[-1]
+    assert last["topic"].text == bus.topic
+    assert last[f"{group} lag"].value == 0
+    assert last[f"{job} events committed"].value == 3
+    assert last[f"{job} ready"].text == "ok"
+    newest = datetime.fromisoformat(last[f"{group} newest event time"].text)
+    assert newest == datetime.fromisoformat(outcome.events[-1]["event_time"])
+    assert lag_check_results(instance)[-1] is True
+
+
 def test_events_the_daily_state_already_counts_never_show_and_the_act_fails_naming_them(
     bus, connection, gateway, tmp_path
 ):
@@ -223,14 +265,18 @@ def test_today_is_live_only_after_demo_days_that_end_before_today():
 # --- the demo's section, as `make demo` runs it (its own Kafka, its own gateway) ----------------
 
 
+def use_demo_hbase(patch: pytest.MonkeyPatch, data_dir: Path) -> Path:
+    """The demo's embedded HBase over ``data_dir``, as the environment names it."""
+    for name in ("HBASE_THRIFT_HOST", "HBASE_TABLE_PREFIX"):
+        patch.delenv(name, raising=False)
+    patch.setenv("PROFILES_HBASE_DATA_DIR", str(data_dir))
+    return data_dir
+
+
 @pytest.fixture
 def demo_hbase(tmp_path, monkeypatch) -> Path:
-    """The demo's embedded HBase over a directory of the test's, as the environment names it."""
-    data_dir = tmp_path / "hbase"
-    for name in ("HBASE_THRIFT_HOST", "HBASE_TABLE_PREFIX"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("PROFILES_HBASE_DATA_DIR", str(data_dir))
-    return data_dir
+    """The demo's embedded HBase over a directory of the test's."""
+    return use_demo_hbase(monkeypatch, tmp_path / "hbase")
 
 
 def with_compacted_day(data_dir: Path, lake: Path, load) -> None:
@@ -243,22 +289,108 @@ def with_compacted_day(data_dir: Path, lake: Path, load) -> None:
             opened.close()
 
 
+@dataclass(frozen=True)
+class DemoSection:
+    shown: bool
+    out: str  # what it printed
+    root: Path  # the lake's parent, where the act keeps Kafka's data and the logs
+    lake: Path
+    home: Path  # the demo's DAGSTER_HOME
+
+
+@pytest.fixture(scope="module")
+def demo_section(tmp_path_factory) -> DemoSection:
+    """The act as `make demo` runs it, once for the module: its own Kafka, the demo's embedded
+    HBase over a compacted day, and the demo's Dagster instance (the local instance file in a
+    DAGSTER_HOME of its own, prepared as the demo prepares it)."""
+    root = tmp_path_factory.mktemp("demo")
+    home = root / "dagster_home"
+    home.mkdir()
+    shutil.copy(REPO / "examples" / "dagster.local.yaml", home / "dagster.yaml")
+    lake = root / "lake"
+    printed = io.StringIO()
+    with pytest.MonkeyPatch.context() as patch:
+        data_dir = use_demo_hbase(patch, root / "hbase")
+        patch.setenv("DAGSTER_HOME", str(home))
+        with_compacted_day(
+            data_dir, lake, lambda c, at: compacted_day(c, at, day_end_ms(yesterday()))
+        )
+        with demo_instance() as instance, contextlib.redirect_stdout(printed):
+            shown = show_real_time(lake, [date.fromisoformat(yesterday())], instance)
+    return DemoSection(shown, printed.getvalue(), root, lake, home)
+
+
 def test_the_demo_section_starts_kafka_shows_the_purchase_from_another_id_and_cleans_up(
-    demo_hbase, tmp_path, capsys
+    demo_section,
 ):
-    lake = tmp_path / "lake"
-    with_compacted_day(
-        demo_hbase, lake, lambda c, root: compacted_day(c, root, day_end_ms(yesterday()))
-    )
-
-    shown = show_real_time(lake, [date.fromisoformat(yesterday())])
-
-    out = capsys.readouterr().out
-    assert shown, out
+    out = demo_section.out
+    assert demo_section.shown, out
     assert '-> 202 {"accepted": 3, "rejected": []}' in out
     assert f"  segments({SHOPPER[0]}), another id of the person: buyers visible " in out
     assert "Kafka stopped, its data removed" in out
-    assert not list(tmp_path.glob("live-demo-*"))  # Kafka's data and the logs
+    assert not list(demo_section.root.glob("live-demo-*"))  # Kafka's data and the logs
+
+
+def test_the_demo_section_records_the_streams_health_in_the_demos_instance(demo_section):
+    with DagsterInstance.from_config(str(demo_section.home)) as instance:
+        recorded = observations(instance)
+        checks = lag_check_results(instance)
+
+    assert len(recorded) >= 2 and len(checks) == len(recorded)
+    last = recorded[-1]
+    assert last["profiles-live-profiles lag"].value == 0
+    (job,) = (label for label in last if label.endswith(" events committed"))
+    assert job.startswith("live_profiles at 127.0.0.1:") and last[job].value == 3
+    assert checks[-1] is True
+    line = next(line for line in demo_section.out.splitlines() if "event_stream: " in line)
+    assert f"event_stream: {len(recorded)} observations recorded in the Dagster instance" in line
+    assert "profiles-live-profiles lag 0" in line and "3 events committed, ready ok" in line
+
+
+DEMO_IN_THE_UI = """
+query ($job: PipelineSelector!, $sensor: SensorSelector!) {
+  instance { autoMaterializePaused }
+  assetNodes(pipeline: $job) { automationCondition { __typename } }
+  sensorOrError(sensorSelector: $sensor) {
+    __typename
+    ... on Sensor { sensorState { status } }
+  }
+  assetOrError(assetKey: {path: ["event_stream"]}) {
+    ... on Asset {
+      assetEventHistory(limit: 100, eventTypeSelectors: [OBSERVATION]) {
+        results { __typename ... on ObservationEvent { metadataEntries { label } } }
+      }
+    }
+  }
+}
+"""
+
+
+def test_the_ui_on_the_demos_instance_lists_the_observations_and_says_auto_materialize_on(
+    demo_section,
+):
+    env = {**os.environ, "PROFILES_LAKE_ROOT": str(demo_section.lake)}
+    env["PROFILES_HBASE_DATA_DIR"] = str(demo_section.root / "hbase")
+    repository = {"repositoryLocationName": "profile_assets.definitions"}
+    repository["repositoryName"] = "__repository__"
+    variables = {
+        "job": {**repository, "pipelineName": "daily_pipeline"},
+        "sensor": {**repository, "sensorName": "automation_sensor"},
+    }
+
+    with dagster_webserver(demo_section.home, env) as url:
+        shown = graphql(url, DEMO_IN_THE_UI, variables)
+
+    # The job page shows its Auto-materialize tag (assets with automation conditions), read
+    # from the instance's switch: on, beside the running automation sensor.
+    assert any(node["automationCondition"] for node in shown["assetNodes"])
+    assert shown["instance"]["autoMaterializePaused"] is False
+    assert shown["sensorOrError"] == {"__typename": "Sensor", "sensorState": {"status": "RUNNING"}}
+    # The asset's page lists the observations the demo recorded ("No events found" before).
+    events = shown["assetOrError"]["assetEventHistory"]["results"]
+    assert len(events) >= 2 and {event["__typename"] for event in events} == {"ObservationEvent"}
+    labels = {entry["label"] for entry in events[0]["metadataEntries"]}
+    assert {"topic", "profiles-live-profiles lag"} <= labels
 
 
 def test_the_demo_section_fails_naming_the_day_when_no_person_can_show_it(
