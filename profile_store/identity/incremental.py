@@ -217,11 +217,18 @@ def day_change(result: DayResult, day_start: datetime) -> DayChange:
     another one, as when a returning browser logs in and its history joins the account's.
     """
     if result.before is None or result.touched is None:
-        components = result.recomputed.select("master").distinct().count()
+        counts = result.recomputed.agg(
+            F.count(F.lit(1)).alias("profiles"), F.countDistinct("master").alias("components")
+        ).first()
         return DayChange(
-            result.recomputed.count(), result.edges, result.iterations, 0, 0, 0, components
+            int(counts["profiles"]),
+            result.edges,
+            result.iterations,
+            0,
+            0,
+            0,
+            int(counts["components"]),
         )
-    new = result.recomputed.where(F.col("profile") == F.col("master")).count()
     before = result.before.select("profile", F.col("master").alias("old_master"))
     joined = result.recomputed.select("profile", "master", "first_seen").join(
         before, "profile", "full"
@@ -233,7 +240,11 @@ def day_change(result: DayResult, day_start: datetime) -> DayChange:
     known = person_before.isNotNull() & master.isNotNull()
     # Every previous component touched ends up in one or more new ones (or in profiles that
     # lost their last edge: "dropped"), so the sums over components reduce to distinct counts.
+    # The joined rows are the touched profiles: the recomputed ones and those that lost their
+    # last edge.
     counts = joined.agg(
+        F.count(F.lit(1)).alias("touched"),
+        F.count(F.when(F.col("profile") == master, 1)).alias("new"),
         F.countDistinct(F.when(linked, F.struct(old_master, master))).alias("old_new"),
         F.countDistinct(F.when(linked, master)).alias("new_with_old"),
         F.countDistinct(old_master).alias("old"),
@@ -241,10 +252,10 @@ def day_change(result: DayResult, day_start: datetime) -> DayChange:
         F.countDistinct(F.when(known, F.struct(person_before, master))).alias("known_new"),
         F.countDistinct(F.when(known, master)).alias("new_with_known"),
     ).first()
-    old, new_with_old = int(counts["old"]), int(counts["new_with_old"])
+    old, new_with_old, new = int(counts["old"]), int(counts["new_with_old"]), int(counts["new"])
     old_new, dropped = int(counts["old_new"]), int(counts["dropped"] or 0)
     return DayChange(
-        profiles_touched=result.touched.count(),
+        profiles_touched=int(counts["touched"]),
         edges_recomputed=result.edges,
         iterations=result.iterations,
         merges=int(counts["known_new"]) - int(counts["new_with_known"]),
