@@ -1,32 +1,45 @@
 """How close sketch answers are to exact ones, and whether that is close enough.
 
-An answer's error is judged against what its sketches can promise. A theta sketch samples a set
-at a rate fixed by its size, so the error of an intersection or a difference is proportional to
-its larger operand, not to the (possibly tiny) result: 45 users out of 100,000 read at lg_k 12
-is within a few dozen users, 65% of the answer but 0.03% of the set it was sampled from. Each
-answer therefore carries its *operand*: the largest set its sketches read (the answer itself for
-a leaf or a union; for a leaf with a minimum count, the leaf's users before the count). The
-judged error is |estimate - exact| / operand; the error relative to the answer is reported
-beside. An exact answer of 0 read from empty sets counts as 0 error when the estimate is 0 too,
-and as 100% otherwise (it cannot be scaled).
+What a theta sketch promises: a leaf or a union in estimation mode keeps about k = 2^lg_k
+samples, so its relative standard error is about 1/sqrt(k) (1.6% at lg_k 12, 6.3% at lg_k 8).
+An intersection or a difference keeps the users of its result at the rate of its operands'
+union: an answer that is a share p of that *operand* rests on about p*k samples, a relative
+error of about sqrt((1-p) / (p*k)). The error scales with the operand, not the answer: 45 users
+out of 100,000 read at lg_k 12 is within a few dozen users, 65% of the answer, and no
+practical k brings such an answer within a relative bar.
+
+Users read an answer's error relative to the answer, so that is what the bars judge, for each
+estimation-mode answer of at least ``MIN_JUDGED_USERS`` users and ``MIN_JUDGED_SHARE`` of its
+operand: at half its operand or more its error is at most a leaf's (sqrt((1-p) / (p*k)) <=
+1/sqrt(k)), so healthy sketches meet the bars on it; below 100 users a single user is over 1% of
+the answer, which the 1% bar would ask to be exact. Every estimation-mode answer is also judged
+relative to its operand (the largest set its sketches read: the answer itself for a leaf or a
+union, all of a ``min_count`` leaf's users) on the same bars, as before, and on its 95% bounds
+as the API and the CLI report them, rounded outward to whole users. An exact answer of 0 read
+from empty sets counts as 0 error when the estimate is 0 too, and as 100% otherwise (it cannot
+be scaled).
 """
 
 from __future__ import annotations
 
-import base64
-import io
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 
 import numpy as np
+
+MIN_JUDGED_USERS = 100
+MIN_JUDGED_SHARE = 0.5
+HISTOGRAM_EDGES = (0.0, 0.005, 0.01, 0.02, 0.03, 0.05, 0.10, 0.20)
+"""Error bins (as fractions), the last open: they meet the bars' 1%, 3% and 10%."""
 
 
 @dataclass(frozen=True)
 class AccuracyBars:
     """Pass marks. An answer in exact mode (every sketch below its capacity) must be exact;
     answers in estimation mode are judged on their own, so that a mix of mostly exact answers
-    cannot hide poor estimates. Errors are relative to each answer's operand (see the module);
-    fewer than ``min_estimation_answers`` estimation-mode answers are still measured against
-    the bars, but a miss is a warning rather than an error (too few to be sure)."""
+    cannot hide poor estimates, each error bar twice: relative to the answer (the answers
+    judged so, see the module) and relative to the operand (all of them). A miss over fewer
+    than ``min_estimation_answers`` answers is still stated, but as a warning rather than an
+    error (too few to be sure)."""
 
     max_mean_error: float = 0.03
     min_share_under_1pct: float = 0.35
@@ -38,56 +51,112 @@ class AccuracyBars:
 
 @dataclass(frozen=True)
 class ErrorSummary:
-    """Errors of a set of answers relative to their operands (judged), how often their 95%
-    bounds held, and the errors relative to the answers themselves (reported)."""
+    """Errors of some answers relative to one scale (each answer, or each answer's operand)."""
 
-    queries: int
-    mean_error: float
+    answers: int
+    mean: float
     share_under_1pct: float
     share_under_10pct: float
+    p50: float
+    p90: float
+    p99: float
+    max: float
+
+    @classmethod
+    def of(cls, errors: np.ndarray) -> ErrorSummary | None:
+        if len(errors) == 0:
+            return None
+        p50, p90, p99 = (float(p) for p in np.percentile(errors, [50, 90, 99]))
+        return cls(
+            answers=len(errors),
+            mean=float(errors.mean()),
+            share_under_1pct=float((errors < 0.01).mean()),
+            share_under_10pct=float((errors < 0.10).mean()),
+            p50=p50,
+            p90=p90,
+            p99=p99,
+            max=float(errors.max()),
+        )
+
+
+@dataclass(frozen=True)
+class AnswerErrors:
+    """Each answer's error relative to itself and to its operand, whether it is judged relative
+    to itself, whether it is in exact mode, and whether its whole-user bounds held."""
+
+    to_answer: np.ndarray
+    to_operand: np.ndarray
+    judged_to_answer: np.ndarray
+    exact_mode: np.ndarray
+    bounds_held: np.ndarray
+
+    def select(self, mask: np.ndarray) -> AnswerErrors:
+        return AnswerErrors(
+            self.to_answer[mask],
+            self.to_operand[mask],
+            self.judged_to_answer[mask],
+            self.exact_mode[mask],
+            self.bounds_held[mask],
+        )
+
+    @property
+    def estimation_mode(self) -> AnswerErrors:
+        return self.select(~self.exact_mode)
+
+
+@dataclass(frozen=True)
+class ModeReport:
+    """The answers of one mode: the errors of those judged relative to themselves, every
+    answer's error relative to its operand, and how often their bounds held."""
+
+    answers: int
+    to_answer: ErrorSummary | None
+    to_operand: ErrorSummary
     bounds_coverage: float
-    p50_error: float
-    p90_error: float
-    p99_error: float
-    max_error: float
-    mean_answer_error: float
-    max_answer_error: float
 
+    @classmethod
+    def of(cls, errors: AnswerErrors) -> ModeReport | None:
+        to_operand = ErrorSummary.of(errors.to_operand)
+        if to_operand is None:
+            return None
+        return cls(
+            answers=to_operand.answers,
+            to_answer=ErrorSummary.of(errors.to_answer[errors.judged_to_answer]),
+            to_operand=to_operand,
+            bounds_coverage=float(errors.bounds_held.mean()),
+        )
 
-def error_summary(
-    errors: np.ndarray, covered: np.ndarray, answer_errors: np.ndarray | None = None
-) -> ErrorSummary | None:
-    if len(errors) == 0:
-        return None
-    answer_errors = errors if answer_errors is None else answer_errors
-    return ErrorSummary(
-        queries=len(errors),
-        mean_error=float(errors.mean()),
-        share_under_1pct=float((errors < 0.01).mean()),
-        share_under_10pct=float((errors < 0.10).mean()),
-        bounds_coverage=float(covered.mean()),
-        p50_error=float(np.percentile(errors, 50)),
-        p90_error=float(np.percentile(errors, 90)),
-        p99_error=float(np.percentile(errors, 99)),
-        max_error=float(errors.max()),
-        mean_answer_error=float(answer_errors.mean()),
-        max_answer_error=float(answer_errors.max()),
-    )
+    @property
+    def judged_to_answer(self) -> int:
+        return self.to_answer.answers if self.to_answer else 0
 
 
 @dataclass(frozen=True)
 class Figure:
-    """One measured figure beside the limit it must meet (``at_most``: value <= limit)."""
+    """One measured figure over some answers beside the limit it must meet (``at_most``:
+    value <= limit); a miss over fewer than ``min_answers`` is not sure enough for an error."""
 
+    key: str  # metadata: estimation_mode_{key}_pct, then {max|min}_{key}_pct
     name: str
+    relative_to: str  # "answer", "operand", or "" (not an error)
+    answers: int
     value: float
     limit: float
     at_most: bool
     template: str  # {value} and {op} are filled in; the limit follows
+    min_answers: int = 0
 
     @property
     def met(self) -> bool:
         return self.value <= self.limit if self.at_most else self.value >= self.limit
+
+    @property
+    def sure(self) -> bool:
+        return self.answers >= self.min_answers
+
+    @property
+    def limit_key(self) -> str:
+        return f"{'max' if self.at_most else 'min'}_{self.key}_pct"
 
     def text(self) -> str:
         op = ("<=" if self.met else ">") if self.at_most else (">=" if self.met else "<")
@@ -96,110 +165,164 @@ class Figure:
         return f"{self.template.format(value=value, op=op)} {self.limit:.0%}"
 
 
+ERROR_FIGURES = (
+    # key, name, ErrorSummary field, AccuracyBars field, at most, template
+    ("mean_error", "mean error", "mean", "max_mean_error", True, "mean error {value} {op}"),
+    (
+        "under_1pct_error",
+        "share under 1% error",
+        "share_under_1pct",
+        "min_share_under_1pct",
+        False,
+        "{value} under 1% error {op}",
+    ),
+    (
+        "under_10pct_error",
+        "share under 10% error",
+        "share_under_10pct",
+        "min_share_under_10pct",
+        False,
+        "{value} under 10% error {op}",
+    ),
+)
+
+
+def error_figures(
+    summary: ErrorSummary, relative_to: str, bars: AccuracyBars, min_answers: int
+) -> list[Figure]:
+    """The three error figures of ``summary`` against their bars."""
+    return [
+        Figure(
+            f"{relative_to}_{key}",
+            f"{name} relative to the {relative_to}",
+            relative_to,
+            summary.answers,
+            getattr(summary, field),
+            getattr(bars, bar),
+            at_most,
+            template,
+            min_answers,
+        )
+        for key, name, field, bar, at_most, template in ERROR_FIGURES
+    ]
+
+
+JUDGED_TO_ANSWER = (
+    f"of at least {MIN_JUDGED_USERS} users and {MIN_JUDGED_SHARE:.0%} of their operand"
+)
+
+
 @dataclass(frozen=True)
 class AccuracyReport:
-    overall: ErrorSummary
-    exact_mode: ErrorSummary | None
-    estimation_mode: ErrorSummary | None
+    overall: ModeReport
+    exact_mode: ModeReport | None
+    estimation_mode: ModeReport | None
 
     @property
     def exact_answers(self) -> float:
         """The share of answers in exact mode."""
-        exact = self.exact_mode.queries if self.exact_mode else 0
-        return exact / self.overall.queries
+        exact = self.exact_mode.answers if self.exact_mode else 0
+        return exact / self.overall.answers
 
     @property
     def estimation_answers(self) -> int:
-        return self.estimation_mode.queries if self.estimation_mode else 0
-
-    def judged(self, bars: AccuracyBars) -> bool:
-        """Whether there are enough estimation-mode answers for a miss to be an error."""
-        return self.estimation_answers >= bars.min_estimation_answers
+        return self.estimation_mode.answers if self.estimation_mode else 0
 
     def exact_mode_figure(self, bars: AccuracyBars) -> Figure | None:
-        if self.exact_mode is None:
+        if self.exact_mode is None or self.exact_mode.to_answer is None:
             return None
         return Figure(
+            "exact_mode_error",
             "exact-mode max error",
-            self.exact_mode.max_answer_error,
+            "answer",
+            self.exact_mode.answers,
+            self.exact_mode.to_answer.max,
             bars.max_exact_mode_error,
             True,
             "max error {value} {op}",
         )
 
     def estimation_figures(self, bars: AccuracyBars) -> list[Figure]:
-        """The estimation-mode figures, each with its bar (errors relative to the operand)."""
+        """The estimation-mode figures, each with its bar: the errors relative to the answer
+        (of the answers judged so), relative to the operand (of all), and the bounds."""
         estimated = self.estimation_mode
         if estimated is None:
             return []
-        return [
+        least = bars.min_estimation_answers
+        figures = []
+        if estimated.to_answer is not None:
+            figures += error_figures(estimated.to_answer, "answer", bars, least)
+        figures += error_figures(estimated.to_operand, "operand", bars, least)
+        figures.append(
             Figure(
-                "mean error",
-                estimated.mean_error,
-                bars.max_mean_error,
-                True,
-                "mean error {value} {op}",
-            ),
-            Figure(
-                "share under 1% error",
-                estimated.share_under_1pct,
-                bars.min_share_under_1pct,
-                False,
-                "{value} under 1% error {op}",
-            ),
-            Figure(
-                "share under 10% error",
-                estimated.share_under_10pct,
-                bars.min_share_under_10pct,
-                False,
-                "{value} under 10% error {op}",
-            ),
-            Figure(
+                "bounds_hold",
                 "95% bounds coverage",
+                "",
+                estimated.answers,
                 estimated.bounds_coverage,
                 bars.min_bounds_coverage,
                 False,
                 "95% bounds hold the exact answer in {value} {op}",
-            ),
-        ]
+                least,
+            )
+        )
+        return figures
 
-    def failures(self, bars: AccuracyBars) -> list[str]:
-        """Each bar missed, with the measured value and the bar; estimation-mode misses are
-        listed however few the answers (``judged`` says whether they are enough)."""
-        failed = []
+    def missed(self, bars: AccuracyBars) -> list[tuple[str, Figure]]:
+        """Each bar missed, with who missed it."""
+        missed = []
         exact = self.exact_mode_figure(bars)
         if exact is not None and not exact.met:
-            failed.append(f"exact-mode answers ({self.exact_mode.queries}): {exact.text()}")
-        label = f"estimation-mode answers ({self.estimation_answers})"
-        failed += [f"{label}: {f.text()}" for f in self.estimation_figures(bars) if not f.met]
-        return failed
+            missed.append((f"exact-mode answers ({exact.answers})", exact))
+        for figure in self.estimation_figures(bars):
+            if not figure.met:
+                scale = f" relative to the {figure.relative_to}" if figure.relative_to else ""
+                missed.append((f"estimation-mode answers{scale} ({figure.answers})", figure))
+        return missed
+
+    def failures(self, bars: AccuracyBars) -> list[str]:
+        """Each bar missed, with the measured value and the bar, however few the answers
+        (``sure_failure`` says whether they are enough for an error)."""
+        return [f"{who}: {figure.text()}" for who, figure in self.missed(bars)]
+
+    def sure_failure(self, bars: AccuracyBars) -> bool:
+        """Whether a bar was missed over enough answers to be sure (an error, not a warning)."""
+        return any(figure.sure for _, figure in self.missed(bars))
 
     def summary(self, bars: AccuracyBars) -> str:
-        """One line: the estimation-mode figures against their bars, then the exact mode."""
+        """One line: the estimation-mode figures relative to the answer, then to the operand,
+        each against its bar, the bounds, then the exact mode."""
         parts = []
         estimated = self.estimation_mode
         if estimated is None:
             parts.append("no answer in estimation mode (every sketch read was below its capacity)")
         else:
-            figures = ", ".join(f.text() for f in self.estimation_figures(bars))
-            few = (
-                ""
-                if self.judged(bars)
-                else f", too few to judge (from {bars.min_estimation_answers})"
+            figures = self.estimation_figures(bars)
+
+            def few(count: int) -> str:
+                least = bars.min_estimation_answers
+                return "" if count >= least else f", too few to judge (from {least})"
+
+            def stated(relative_to: str) -> str:
+                return ", ".join(f.text() for f in figures if f.relative_to == relative_to)
+
+            judged = estimated.judged_to_answer
+            to_answer = (
+                f"relative to the answer, the {judged} {JUDGED_TO_ANSWER}{few(judged)}: "
+                f"{stated('answer')}"
+                if judged
+                else f"relative to the answer: none {JUDGED_TO_ANSWER}"
             )
             parts.append(
-                f"estimation-mode answers ({estimated.queries}{few}): {figures} (errors relative "
-                f"to the larger operand; mean {estimated.mean_answer_error:.2%} relative to the "
-                "answer)"
+                f"estimation-mode answers ({estimated.answers}{few(estimated.answers)}): "
+                f"{to_answer}; relative to the operand, all {estimated.answers}: "
+                f"{stated('operand')}; {figures[-1].text()}"
             )
         exact = self.exact_mode_figure(bars)
         if exact is not None:
             verdict = "exact" if exact.met else exact.text()
-            parts.append(f"exact-mode answers ({self.exact_mode.queries}) {verdict}")
+            parts.append(f"exact-mode answers ({exact.answers}) {verdict}")
         return "; ".join(parts)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def relative_errors(
@@ -216,69 +339,76 @@ def relative_errors(
     return errors
 
 
-def accuracy_report(
+def bounds_hold(lower_bounds, upper_bounds, exacts) -> np.ndarray:
+    """Whether each answer's 95% bounds hold its exact count as users read them: the API and
+    the CLI round the lower bound down and the upper one up (``AudienceEstimate.to_dict``)."""
+    exacts = np.asarray(exacts, dtype=float)
+    return (np.floor(np.asarray(lower_bounds, dtype=float)) <= exacts) & (
+        exacts <= np.ceil(np.asarray(upper_bounds, dtype=float))
+    )
+
+
+def judged_to_answer(exacts, operands, exact_flags) -> np.ndarray:
+    """Which answers are judged relative to themselves: every exact-mode answer (it must be
+    exact), and the estimation-mode ones of at least ``MIN_JUDGED_USERS`` users and
+    ``MIN_JUDGED_SHARE`` of their operand (see the module)."""
+    exacts = np.asarray(exacts, dtype=float)
+    operands = np.maximum(np.asarray(operands, dtype=float), exacts)
+    sizeable = (exacts >= MIN_JUDGED_USERS) & (exacts >= MIN_JUDGED_SHARE * operands)
+    return np.asarray(exact_flags, dtype=bool) | sizeable
+
+
+def answer_errors(
     estimates, exacts, lower_bounds, upper_bounds, exact_flags, operands=None
-) -> AccuracyReport:
+) -> AnswerErrors:
     """``operands``: each answer's largest set read (see the module); the answers themselves
     when not given."""
     exacts = np.asarray(exacts, dtype=float)
-    errors = relative_errors(estimates, exacts, operands)
-    answer_errors = relative_errors(estimates, exacts)
-    covered = (np.asarray(lower_bounds) <= exacts + 1e-9) & (
-        exacts - 1e-9 <= np.asarray(upper_bounds)
+    operands = exacts if operands is None else np.asarray(operands, dtype=float)
+    return AnswerErrors(
+        to_answer=relative_errors(estimates, exacts),
+        to_operand=relative_errors(estimates, exacts, operands),
+        judged_to_answer=judged_to_answer(exacts, operands, exact_flags),
+        exact_mode=np.asarray(exact_flags, dtype=bool),
+        bounds_held=bounds_hold(lower_bounds, upper_bounds, exacts),
     )
-    exact_mode = np.asarray(exact_flags, dtype=bool)
-    overall = error_summary(errors, covered, answer_errors)
+
+
+def accuracy_report(errors: AnswerErrors) -> AccuracyReport:
+    overall = ModeReport.of(errors)
     if overall is None:
         raise ValueError("accuracy_report: no answers to judge")
     return AccuracyReport(
         overall=overall,
-        exact_mode=error_summary(
-            errors[exact_mode], covered[exact_mode], answer_errors[exact_mode]
-        ),
-        estimation_mode=error_summary(
-            errors[~exact_mode], covered[~exact_mode], answer_errors[~exact_mode]
-        ),
+        exact_mode=ModeReport.of(errors.select(errors.exact_mode)),
+        estimation_mode=ModeReport.of(errors.estimation_mode),
     )
 
 
-def error_histogram_png(errors: np.ndarray) -> bytes:
-    """A histogram of relative errors (percent), with the 1% and 10%
-    thresholds drawn and the share of queries below each."""
-    import matplotlib
+@dataclass(frozen=True)
+class HistogramBin:
+    """Estimation-mode answers whose error falls in [low, high): those judged relative to the
+    answer by that error, and all of them by their error relative to the operand."""
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    low: float
+    high: float  # inf for the last bin
+    to_answer: int
+    to_operand: int
 
-    percent = np.clip(np.asarray(errors) * 100, 0, 20)
-    figure, axis = plt.subplots(figsize=(6, 3.2), dpi=100)
-    axis.hist(
-        percent,
-        bins=np.arange(0, 20.5, 0.5),
-        weights=np.full(len(percent), 100 / max(len(percent), 1)),
-    )
-    for threshold in (1, 10):  # the two error thresholds the accuracy bars are stated at
-        below = 100 * float(np.mean(np.asarray(errors) * 100 < threshold)) if len(percent) else 0
-        axis.axvline(threshold, color="tab:red", linestyle="--", linewidth=1)
-        axis.annotate(
-            f"{threshold}%: {below:.0f}% of queries below",
-            (threshold, 1),
-            xycoords=("data", "axes fraction"),
-            xytext=(3, -12),
-            textcoords="offset points",
-            fontsize=7,
-            color="tab:red",
-        )
-    axis.set_xlabel("relative error (%)  [clipped at 20%]")
-    axis.set_ylabel("% of queries")
-    axis.set_title(f"Audience estimate error over {len(percent)} queries")
-    figure.tight_layout()
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png")
-    plt.close(figure)
-    return buffer.getvalue()
+    @property
+    def label(self) -> str:
+        if np.isinf(self.high):
+            return f">= {self.low:.0%}"
+        return f"{self.low * 100:g}-{self.high * 100:g}%"
 
 
-def histogram_markdown(png: bytes) -> str:
-    encoded = base64.b64encode(png).decode()
-    return f"![relative error histogram](data:image/png;base64,{encoded})"
+def error_histogram(errors: AnswerErrors) -> list[HistogramBin]:
+    """The estimation-mode answers' errors in ``HISTOGRAM_EDGES`` bins."""
+    estimated = errors.estimation_mode
+    edges = np.array([*HISTOGRAM_EDGES, np.inf])
+    to_answer, _ = np.histogram(estimated.to_answer[estimated.judged_to_answer], edges)
+    to_operand, _ = np.histogram(estimated.to_operand, edges)
+    return [
+        HistogramBin(float(low), float(high), int(a), int(o))
+        for low, high, a, o in zip(edges[:-1], edges[1:], to_answer, to_operand, strict=True)
+    ]

@@ -8,7 +8,12 @@ from datetime import date
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 
-from profile_store.audiences.accuracy import AccuracyReport, accuracy_report, relative_errors
+from profile_store.audiences.accuracy import (
+    AccuracyReport,
+    AnswerErrors,
+    accuracy_report,
+    answer_errors,
+)
 from profile_store.audiences.engine import AudienceEngine, AudienceEstimate
 from profile_store.audiences.exact import (
     counted_leaves,
@@ -31,9 +36,9 @@ SEEK_ATTEMPTS = 10  # estimating trees tried per estimation-mode answer still wa
 @dataclass
 class AccuracyRun:
     report: AccuracyReport
-    errors: np.ndarray
+    errors: AnswerErrors
     latencies_ms: np.ndarray
-    worst: list[dict]
+    worst: list[dict]  # the five answers furthest off by the error they are judged on
     sought: int = 0  # trees added to the mix because they estimate
 
 
@@ -73,8 +78,7 @@ def run_accuracy(
     exacts = np.array([len(exact_users(q, leaf_users)) for q in parsed], dtype=float)
     operands = np.array([operand_size(q, leaf_users) for q in parsed], dtype=float)
     estimates = np.array([a.estimate for a in answers])
-    errors = relative_errors(estimates, exacts, operands)
-    report = accuracy_report(
+    errors = answer_errors(
         estimates,
         exacts,
         [a.lower_95 for a in answers],
@@ -82,20 +86,26 @@ def run_accuracy(
         [a.exact for a in answers],
         operands,
     )
-    order = np.argsort(-errors)[:5]
+    held_to = np.where(errors.judged_to_answer, errors.to_answer, errors.to_operand)
     worst = [
         {
             "query": trees[i],
             "estimate": round(float(estimates[i]), 1),
             "exact": int(exacts[i]),
             "operand": int(operands[i]),
-            "error": round(float(errors[i]), 4),
+            "error_to_answer": round(float(errors.to_answer[i]), 4),
+            "error_to_operand": round(float(errors.to_operand[i]), 4),
+            "judged_to_answer": bool(errors.judged_to_answer[i]),
         }
-        for i in order
+        for i in np.argsort(-held_to, kind="stable")[:5]
     ]
     latencies = np.array([a.elapsed_ms for a in answers])
     return AccuracyRun(
-        report=report, errors=errors, latencies_ms=latencies, worst=worst, sought=len(sought)
+        report=accuracy_report(errors),
+        errors=errors,
+        latencies_ms=latencies,
+        worst=worst,
+        sought=len(sought),
     )
 
 

@@ -1,8 +1,9 @@
 """``audience_estimation_error`` on real sketches: small sketches fail it, healthy ones pass it.
 
-One lake of two days (about 11,000 viewers and 5,000 cart users a day) built twice: at lg_k 8
-(k = 256: a relative standard error of about 6%, twice the 3% bar) and at lg_k 12, each into
-its own embedded HBase.
+Two lakes, each built twice, at lg_k 8 (k = 256: a relative standard error of about 6%, twice
+the 3% bar) and at a healthy size, each build into its own embedded HBase: one of two days
+(about 11,000 viewers and 5,000 cart users a day), and a day of the project's generator (four
+apps, 100,000 events), where the check once passed lg_k 8 on errors relative to the operand.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import gzip
 import json
 import random
 import re
+from datetime import date
 
 import pytest
 from dagster import (
@@ -26,6 +28,7 @@ from profile_assets.audience_assets import attribute_stats, audience_sketches, t
 from profile_assets.audience_checks import audience_estimation_error
 from profile_assets.partitions import daily_partitions
 from profile_assets.raw_events import raw_events
+from profile_store.generator import generate_lake
 from profile_store.lake.layout import landing_day
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource
@@ -79,22 +82,30 @@ def resources(lake_root, hbase) -> dict:
     }
 
 
-def build(lake_root, hbase, lg_k: int, assets=(raw_events, attribute_stats, trimmed_attributes)):
+def build(
+    lake_root,
+    hbase,
+    lg_k: int | None,
+    assets=(raw_events, attribute_stats, trimmed_attributes),
+    days=DAYS,
+):
+    """``days`` of sketches at ``lg_k`` (None: the asset's default) into ``hbase``."""
     instance = DagsterInstance.ephemeral()
-    for day in DAYS:
+    config = {} if lg_k is None else {"lg_k": lg_k}
+    for day in days:
         result = materialize(
             [*assets, audience_sketches],
             partition_key=day,
             resources=resources(lake_root, hbase),
             instance=instance,
-            run_config={"ops": {"audience_sketches": {"config": {"lg_k": lg_k}}}},
+            run_config={"ops": {"audience_sketches": {"config": config}}},
         )
         assert result.success
 
 
-def check(lake_root, hbase, **config):
-    """The check's evaluation on the last day (a window of both days), over the sketches the
-    module's fixture built (the check alone: it reads them from HBase)."""
+def check(lake_root, hbase, day=DAYS[-1], instance=None, **config):
+    """The check's evaluation on ``day`` (a window of the built days up to it), over the
+    sketches a module fixture built (the check alone: it reads them from HBase)."""
     job = define_asset_job(
         "the_check_alone",
         selection=AssetSelection.checks(audience_estimation_error),
@@ -108,8 +119,8 @@ def check(lake_root, hbase, **config):
     )
     result = location.resolve_job_def(job.name).execute_in_process(
         # As a tag: Dagster finds no partitions in a selection of checks alone.
-        tags={"dagster/partition": DAYS[-1]},
-        instance=DagsterInstance.ephemeral(),
+        tags={"dagster/partition": day},
+        instance=instance or DagsterInstance.ephemeral(),
         # A check's op is named after its asset and itself.
         run_config={"ops": {"audience_sketches_audience_estimation_error": {"config": config}}},
         raise_on_error=False,
@@ -139,8 +150,40 @@ def healthy_sketches(lake_root, tmp_path_factory, small_sketches):
     hbase.close()
 
 
+GENERATED_DAY = "2026-11-01"
+
+
+@pytest.fixture(scope="module")
+def generated_root(tmp_path_factory):
+    """A day of the project's generator: four apps, a few (app, event type) pairs past lg_k 12's
+    4,096 users and most past lg_k 8's 256."""
+    root = tmp_path_factory.mktemp("generated")
+    generate_lake(root, 1, 100_000, seed=7, start_date=date.fromisoformat(GENERATED_DAY))
+    return root
+
+
+@pytest.fixture(scope="module")
+def generated_small_sketches(generated_root, tmp_path_factory):
+    hbase = hbase_resource(tmp_path_factory)
+    build(generated_root, hbase, lg_k=8, days=(GENERATED_DAY,))
+    yield hbase
+    hbase.close()
+
+
+@pytest.fixture(scope="module")
+def generated_default_sketches(generated_root, tmp_path_factory, generated_small_sketches):
+    """The same day's sketches at the asset's default size (its events are in the lake)."""
+    hbase = hbase_resource(tmp_path_factory)
+    build(generated_root, hbase, lg_k=None, assets=(), days=(GENERATED_DAY,))
+    yield hbase
+    hbase.close()
+
+
 def metadata(evaluation) -> dict:
     return {key: value.value for key, value in evaluation.metadata.items()}
+
+
+ANSWER_MISS = r"estimation-mode answers relative to the answer \(\d+\): .+ [<>] \d+%"
 
 
 def test_small_sketches_fail_the_check_naming_the_missed_figures(lake_root, small_sketches):
@@ -148,8 +191,9 @@ def test_small_sketches_fail_the_check_naming_the_missed_figures(lake_root, smal
     assert not evaluation.passed
     assert evaluation.severity == AssetCheckSeverity.ERROR
     missed = evaluation.description.split(" -- ")[0]
-    assert re.fullmatch(r"estimation-mode answers \(\d+\): .+ [<>] \d+%", missed.split("; ")[0])
-    assert metadata(evaluation)["estimation_mode_mean_answer_error_pct"] > 3
+    assert re.fullmatch(ANSWER_MISS, missed.split("; ")[0])
+    found = metadata(evaluation)
+    assert found["estimation_mode_answer_mean_error_pct"] > found["max_answer_mean_error_pct"]
 
 
 def test_too_few_estimation_mode_answers_beyond_the_bars_are_a_warning(lake_root, small_sketches):
@@ -157,18 +201,40 @@ def test_too_few_estimation_mode_answers_beyond_the_bars_are_a_warning(lake_root
     assert not evaluation.passed
     assert evaluation.severity == AssetCheckSeverity.WARN
     assert "too few to judge (from 1000)" in evaluation.description
-    assert re.match(r"estimation-mode answers \(\d+\): .+ [<>] \d+%", evaluation.description)
+    assert re.match(ANSWER_MISS, evaluation.description)
 
 
 def test_healthy_sketches_pass_the_check(lake_root, healthy_sketches):
     evaluation = check(lake_root, healthy_sketches)
     assert evaluation.passed, evaluation.description
     found = metadata(evaluation)
-    assert found["estimation_mode_answers"] >= 20
-    assert found["estimation_mode_mean_error_pct"] <= 3
+    assert found["estimation_mode_judged_to_answer"] >= 20
+    assert found["estimation_mode_answer_mean_error_pct"] <= 3
     assert evaluation.description.startswith(
-        f"estimation-mode answers ({found['estimation_mode_answers']}): mean error "
+        f"estimation-mode answers ({found['estimation_mode_answers']}): relative to the answer, "
+        f"the {found['estimation_mode_judged_to_answer']} of at least 100 users"
     )
+
+
+def test_sketches_at_lg_k_8_of_generated_traffic_fail_relative_to_the_answer(
+    generated_root, generated_small_sketches
+):
+    evaluation = check(generated_root, generated_small_sketches, day=GENERATED_DAY)
+    assert not evaluation.passed
+    assert evaluation.severity == AssetCheckSeverity.ERROR
+    missed = evaluation.description.split(" -- ")[0].split("; ")
+    assert any(re.fullmatch(ANSWER_MISS, figure) for figure in missed), missed
+    assert metadata(evaluation)["estimation_mode_judged_to_answer"] >= 20
+
+
+def test_sketches_of_the_default_size_of_generated_traffic_pass(
+    generated_root, generated_default_sketches
+):
+    evaluation = check(generated_root, generated_default_sketches, day=GENERATED_DAY)
+    assert evaluation.passed, evaluation.description
+    found = metadata(evaluation)
+    assert found["estimation_mode_judged_to_answer"] >= 20
+    assert found["estimation_mode_answer_mean_error_pct"] <= found["max_answer_mean_error_pct"]
 
 
 def test_the_check_seeks_estimating_trees_when_its_mix_has_too_few(lake_root, healthy_sketches):
@@ -179,10 +245,56 @@ def test_the_check_seeks_estimating_trees_when_its_mix_has_too_few(lake_root, he
     assert found["queries"] == 5 + found["estimation_mode_sought"]
 
 
-def test_each_judged_figure_stands_beside_its_limit_in_a_table(lake_root, healthy_sketches):
-    table = metadata(check(lake_root, healthy_sketches, queries=5))["accuracy_bars"]
+@pytest.fixture(scope="module")
+def judged_days(lake_root, healthy_sketches):
+    """The check on each day in turn, in one instance (which records each evaluation), with a
+    mix of 5 trees and the sought ones."""
+    instance = DagsterInstance.ephemeral()
+    return [check(lake_root, healthy_sketches, day, instance, queries=5) for day in DAYS]
+
+
+def test_each_judged_figure_stands_beside_its_limit_in_a_table(judged_days):
+    table = metadata(judged_days[-1])["accuracy_bars"]
     rows = {(r.data["answers"], r.data["figure"]): r.data for r in table.records}
-    mean = rows[("estimation mode", "mean error")]
+    mean = rows[("estimation mode", "mean error relative to the answer")]
     assert mean["limit_pct"] == 3 and mean["met"] == (mean["value_pct"] <= 3)
+    assert mean["relative_to"] == "answer"
+    operand = rows[("estimation mode", "mean error relative to the operand")]
+    assert operand["limit_pct"] == 3 and operand["count"] >= mean["count"]
     assert rows[("estimation mode", "95% bounds coverage")]["limit_pct"] == 93
     assert rows[("exact mode", "exact-mode max error")]["limit_pct"] == 0
+
+
+def test_the_day_s_figures_are_numbers_each_followed_by_its_limit(judged_days):
+    found = metadata(judged_days[-1])
+    keys = list(found)
+    for value, limit in (
+        ("estimation_mode_answer_mean_error_pct", "max_answer_mean_error_pct"),
+        ("estimation_mode_operand_mean_error_pct", "max_operand_mean_error_pct"),
+        ("estimation_mode_bounds_hold_pct", "min_bounds_hold_pct"),
+    ):
+        assert keys.index(limit) == keys.index(value) + 1
+        assert isinstance(found[value], float) and isinstance(found[limit], float)
+
+
+def test_the_error_histogram_is_a_table_of_the_estimation_mode_answers(judged_days):
+    found = metadata(judged_days[-1])
+    bins = [r.data for r in found["error_histogram"].records]
+    assert bins[0]["error"] == "0-0.5%" and bins[-1]["error"] == ">= 20%"
+    assert sum(b["answers"] for b in bins) == found["estimation_mode_judged_to_answer"]
+    assert sum(b["answers_to_operand"] for b in bins) == found["estimation_mode_answers"]
+
+
+def test_a_window_of_one_day_has_no_table_of_days(judged_days):
+    assert "accuracy_by_day" not in judged_days[0].metadata
+
+
+def test_the_days_of_the_window_stand_in_a_table_as_each_was_judged(judged_days):
+    rows = [r.data for r in metadata(judged_days[-1])["accuracy_by_day"].records]
+    assert [r["day"] for r in rows] == list(DAYS)
+    for row, evaluation in zip(rows, judged_days, strict=True):
+        found = metadata(evaluation)
+        assert row["passed"] == evaluation.passed
+        assert row["mean_error_pct"] == found["estimation_mode_answer_mean_error_pct"]
+        assert row["limit_pct"] == found["max_answer_mean_error_pct"] == 3
+        assert row["met"] == (row["mean_error_pct"] <= row["limit_pct"])

@@ -7,7 +7,6 @@ from datetime import date, datetime
 import numpy as np
 import pytest
 
-from profile_store.audiences.accuracy import AccuracyBars, accuracy_report, relative_errors
 from profile_store.audiences.exact import (
     counted_leaves,
     exact_leaf_users,
@@ -208,98 +207,6 @@ def test_a_tree_naming_a_leaf_twice_is_not_asked(operator):
     assert not asked.ask({operator: [leaf("view"), leaf("view")]})
     assert not asked.ask({"intersection": [{operator: [leaf("view"), leaf("buy")]}, leaf("view")]})
     assert asked.ask({operator: [leaf("view"), leaf("view", min_count=2)]})
-
-
-def test_relative_error_handles_empty_exact_answers():
-    errors = relative_errors(np.array([0.0, 3.0, 110.0]), np.array([0.0, 0.0, 100.0]))
-    assert errors.tolist() == [0.0, 1.0, pytest.approx(0.1)]
-
-
-def judged(answers: list[tuple[float, float, bool]]) -> list[str]:
-    """(estimate, exact, exact mode) answers with +-5% bounds, judged on the default bars."""
-    estimates, exacts, modes = (list(column) for column in zip(*answers, strict=True))
-    lower = [e * 0.95 for e in estimates]
-    upper = [e * 1.05 for e in estimates]
-    return accuracy_report(estimates, exacts, lower, upper, modes).failures(AccuracyBars())
-
-
-def test_an_exact_mode_answer_that_is_not_exact_fails_the_bars():
-    failures = judged([(100, 100, True), (101, 100, True)])
-    assert failures == ["exact-mode answers (2): max error 1.00% > 0%"]
-
-
-def test_estimation_mode_answers_are_judged_apart_from_exact_ones():
-    # 180 exact answers dilute the mean of all to 0.9%: only the estimation-mode set shows 9%.
-    answers = [(1000, 1000, True)] * 180 + [(10900, 10000, False)] * 20
-    failures = judged(answers)
-    assert "estimation-mode answers (20): mean error 9.00% > 3%" in failures
-    assert "estimation-mode answers (20): 0.0% under 1% error < 35%" in failures
-
-
-def test_every_missed_bar_is_named_with_its_measured_value():
-    failures = judged([(10000, 13000, False)] * 25)
-    assert [f.split(": ", 1)[1] for f in failures] == [
-        "mean error 23.08% > 3%",
-        "0.0% under 1% error < 35%",
-        "0.0% under 10% error < 90%",
-        "95% bounds hold the exact answer in 0.0% < 93%",
-    ]
-
-
-def test_too_few_estimation_mode_answers_still_name_each_missed_bar_unjudged():
-    report = accuracy_report([10900] * 5, [10000] * 5, [0] * 5, [1e9] * 5, [False] * 5)
-    assert report.estimation_mode.mean_error == pytest.approx(0.09)
-    assert not report.judged(AccuracyBars())
-    assert report.failures(AccuracyBars()) == [
-        "estimation-mode answers (5): mean error 9.00% > 3%",
-        "estimation-mode answers (5): 0.0% under 1% error < 35%",
-    ]
-
-
-def tiny_intersections_of_a_large_set(operands=None):
-    """23 good estimates of 10,000 users and 2 intersections of 45 users out of 100,000 read
-    at lg_k 12 (estimate 15.9: 65% of the answer, 0.03% of the larger operand)."""
-    estimates = [10_050.0] * 23 + [15.9] * 2
-    exacts = [10_000] * 23 + [45] * 2
-    lower = [9_800.0] * 23 + [0.0] * 2
-    upper = [10_300.0] * 23 + [400.0] * 2
-    return accuracy_report(estimates, exacts, lower, upper, [False] * 25, operands)
-
-
-def test_each_error_is_judged_against_the_larger_operand_of_its_operation():
-    report = tiny_intersections_of_a_large_set([10_000] * 23 + [100_000] * 2)
-    assert report.failures(AccuracyBars()) == []
-    assert report.estimation_mode.mean_error == pytest.approx(0.0046, abs=1e-4)
-
-
-def test_the_error_relative_to_the_answer_is_reported_beside():
-    report = tiny_intersections_of_a_large_set([10_000] * 23 + [100_000] * 2)
-    assert report.estimation_mode.mean_answer_error == pytest.approx(0.0563, abs=1e-4)
-    assert "mean 5.63% relative to the answer" in report.summary(AccuracyBars())
-
-
-def test_errors_relative_to_the_answer_alone_would_fail_a_healthy_estimator():
-    report = tiny_intersections_of_a_large_set()
-    assert report.failures(AccuracyBars()) == [
-        "estimation-mode answers (25): mean error 5.63% > 3%",
-    ]
-
-
-def test_the_summary_states_the_estimation_figures_against_their_limits():
-    report = tiny_intersections_of_a_large_set([10_000] * 23 + [100_000] * 2)
-    assert report.summary(AccuracyBars()) == (
-        "estimation-mode answers (25): mean error 0.46% <= 3%, 100.0% under 1% error >= 35%, "
-        "100.0% under 10% error >= 90%, 95% bounds hold the exact answer in 100.0% >= 93% "
-        "(errors relative to the larger operand; mean 5.63% relative to the answer)"
-    )
-
-
-def test_the_summary_says_when_no_answer_estimates():
-    report = accuracy_report([100.0], [100], [100.0], [100.0], [True])
-    assert report.summary(AccuracyBars()) == (
-        "no answer in estimation mode (every sketch read was below its capacity); "
-        "exact-mode answers (1) exact"
-    )
 
 
 DECISIONS = "app_id string, event_type string, attribute string, kept boolean, date string"
