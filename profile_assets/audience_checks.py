@@ -77,7 +77,10 @@ class EstimationErrorConfig(Config):
     )
     min_estimation_answers: int = Field(
         default=AccuracyBars.min_estimation_answers,
-        description="With fewer estimation-mode answers, a missed bar is a warning, not an error.",
+        description=(
+            "A bar missed over fewer answers (estimation-mode ones, or those judged relative to "
+            "the answer) is a warning, not an error."
+        ),
     )
     estimation_answers_sought: int = Field(
         default=50,
