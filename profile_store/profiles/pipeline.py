@@ -194,6 +194,22 @@ def _overwrite(frame: DataFrame, storage: LakeStorage, relative: str, schema: st
     return frame.sparkSession.read.schema(schema).parquet(uri)
 
 
+def segment_counts(segments: DataFrame) -> tuple[dict[str, int], int]:
+    """Members per segment and profiles with any segment, in one query over the state
+    (``segments``: one row per profile and segment)."""
+    rows = (
+        segments.groupingSets([["segment"], []], "segment")
+        .agg(
+            F.grouping("segment").alias("total"),
+            F.count(F.lit(1)).alias("members"),
+            F.countDistinct("profile").alias("profiles"),
+        )
+        .collect()
+    )
+    members = {row["segment"]: int(row["members"]) for row in rows if not row["total"]}
+    return members, sum(int(row["profiles"]) for row in rows if row["total"])
+
+
 def _consume_unsynced(
     spark: SparkSession, storage: LakeStorage, day: date, cells: list
 ) -> DataFrame:
@@ -465,7 +481,10 @@ def compact_day(
     )
     # Computed once, streaming into the writers: rows is one row per member, so the day's
     # compacted_profiles output below is members', with no need to keep rows around.
-    write_path = settings.write_path(store_dir, members.count())
+    sizes = members.agg(
+        F.count(F.lit(1)).alias("rows"), F.countDistinct("master").alias("components")
+    ).first()
+    write_path = settings.write_path(store_dir, int(sizes["rows"]))
     # One timestamp for every put and delete of the rows, on either path: a retried batch
     # writes the same versions, and both paths leave the same table.
     timestamp = int(time.time() * 1000)
@@ -507,21 +526,19 @@ def compact_day(
         # go (reads already ignored them on the rewritten rows, by s:as_of).
         live_superseded = delete_superseded(table, day)
 
-    members_by_segment = {
-        row["segment"]: int(row["count"]) for row in segments.groupBy("segment").count().collect()
-    }
+    members_by_segment, with_segments = segment_counts(segments)
     return CompactionSummary(
         mode="incremental" if incremental else "full",
         write_path=write_path,
         profiles_changed=changed.count(),
         rows_written=written,
-        components_rewritten=members.select("master").distinct().count(),
+        components_rewritten=int(sizes["components"]),
         stale_cells_removed=stale,
         edges_written=edges_written,
         edges_withdrawn=withdrawn_count,
         lookups_written=lookups_written,
         unsynced_consumed=consumed,
         live_cells_superseded=live_superseded,
-        profiles_with_segments=segments.select("profile").distinct().count(),
+        profiles_with_segments=with_segments,
         segment_members=dict(sorted(members_by_segment.items())),
     )

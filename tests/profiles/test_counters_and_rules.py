@@ -9,6 +9,7 @@ import pytest
 from profile_store.events.schema import EVENTS_SCHEMA
 from profile_store.profiles.compaction import next_segments
 from profile_store.profiles.counters import decayed_sum, event_counters
+from profile_store.profiles.pipeline import segment_counts
 from profile_store.profiles.segment_rules import (
     DAY_MS,
     SegmentRule,
@@ -146,3 +147,16 @@ def test_a_bad_segment_rule_is_rejected_naming_the_field(rules, message):
 def test_a_rule_without_app_matches_every_app():
     rule = SegmentRule(segment="clickers", event_type="click", ttl_days=7)
     assert rule.app_id is None and rule.ttl_ms == 7 * DAY_MS
+
+
+def test_segment_counts_give_members_per_segment_and_profiles_with_any(spark):
+    state = spark.createDataFrame(
+        [("p1", "buyers", 9), ("p1", "shoppers", 9), ("p2", "shoppers", 9), ("p3", "vip", 9)],
+        "profile string, segment string, expiry_ms long",
+    )
+    assert segment_counts(state) == ({"buyers": 1, "shoppers": 2, "vip": 1}, 3)
+
+
+def test_segment_counts_of_an_empty_state_are_zero(spark):
+    empty = spark.createDataFrame([], "profile string, segment string, expiry_ms long")
+    assert segment_counts(empty) == ({}, 0)
