@@ -269,18 +269,28 @@ def _bucket_label(low: int, high: int | None) -> str:
     return str(low) if low == high else (f"{low}+" if high is None else f"{low}-{high}")
 
 
-def _masters_by_size(assignment: DataFrame) -> tuple[dict[int, int], int, str | None]:
-    """Components per size and the largest one (ties: the smaller master), from master rows."""
-    masters = assignment.where(F.col("profile") == F.col("master")).select("master", "size")
-    rows = (
-        masters.groupBy("size")
-        .agg(F.count(F.lit(1)).alias("components"), F.min("master").alias("first_master"))
-        .collect()
-    )
+def _master_rows(assignment: DataFrame) -> DataFrame:
+    """One row per component: its master's row carries the component's size."""
+    return assignment.where(F.col("profile") == F.col("master")).select("master", "size")
+
+
+def _by_size(rows: list) -> tuple[dict[int, int], int, str | None]:
+    """Components per size and the largest one (ties: the smaller master), from the rows of
+    a count per size with the smallest master of each size."""
     counts = {int(row["size"]): int(row["components"]) for row in rows}
     largest = max(counts, default=0)
     master = next((row["first_master"] for row in rows if row["size"] == largest), None)
     return counts, largest, master
+
+
+def _masters_by_size(assignment: DataFrame) -> tuple[dict[int, int], int, str | None]:
+    rows = (
+        _master_rows(assignment)
+        .groupBy("size")
+        .agg(F.count(F.lit(1)).alias("components"), F.min("master").alias("first_master"))
+        .collect()
+    )
+    return _by_size(rows)
 
 
 def summarize(assignment: DataFrame) -> AssignmentSummary:
@@ -295,8 +305,22 @@ def summarize_day(previous: AssignmentSummary, result: DayResult) -> AssignmentS
     largest one might then be an untouched component nobody counted; summarize in full."""
     if result.before is None or result.rebuilt:
         return None
-    removed, _, _ = _masters_by_size(result.before)
-    added, added_size, added_master = _masters_by_size(result.recomputed)
+    # The touched components before and after the day, and whether the previous largest
+    # was among them, in one query.
+    rows = (
+        _master_rows(result.before)
+        .withColumn("after", F.lit(False))
+        .unionByName(_master_rows(result.recomputed).withColumn("after", F.lit(True)))
+        .groupBy("after", "size")
+        .agg(
+            F.count(F.lit(1)).alias("components"),
+            F.min("master").alias("first_master"),
+            F.max(F.col("master") == F.lit(previous.largest_master)).alias("was_largest"),
+        )
+        .collect()
+    )
+    removed, _, _ = _by_size([row for row in rows if not row["after"]])
+    added, added_size, added_master = _by_size([row for row in rows if row["after"]])
     counts = dict(previous.components_by_size)
     for size, count in removed.items():
         counts[size] = counts.get(size, 0) - count
@@ -306,9 +330,7 @@ def summarize_day(previous: AssignmentSummary, result: DayResult) -> AssignmentS
     if any(count < 0 for count in counts.values()):
         raise ValueError("identity summary: the previous day's summary does not match its state")
     largest = (previous.largest_size, previous.largest_master)
-    touched = previous.largest_master is not None and (
-        result.before.where(F.col("master") == previous.largest_master).limit(1).count() > 0
-    )
+    touched = any(row["was_largest"] for row in rows if not row["after"])
     if touched:
         # It merged (no rebuilds here), so its new component is recomputed and larger than
         # any untouched one.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from datetime import date, datetime, timedelta
 
 import numpy as np
@@ -373,3 +374,35 @@ def test_weights_below_the_threshold_join_no_component(lake, spark):
     ).write.parquet(lake.storage.spark_uri(day_dir(IDENTITY_EDGES, D1)))
     update = lake.update(D1)
     assert update.summary.components == 0 and lake.assignment(D1) == {}
+
+
+@pytest.mark.parametrize(
+    "second_day",
+    [
+        [("c", "z", "k3")],  # the largest component grows
+        [("x", "w", "k4"), ("w", "v", "k5")],  # a smaller one grows past it
+        [("x", "w", "k4")],  # a smaller one grows to its size: the smaller master wins
+        [("n", "m", "k6")],  # a new component, the largest untouched
+        [("y", "b", "k7")],  # two components merge
+    ],
+)
+def test_the_incremental_summary_equals_counting_the_whole_assignment(lake, second_day):
+    d2 = D1 + timedelta(days=1)
+    lake.day(
+        D1,
+        [("a", "b", "k1"), ("b", "c", "k1"), ("x", "y", "k2")],
+        [(p, 1) for p in "abcxy"],
+    )
+    lake.update(D1)
+    newcomers = {p for edge in second_day for p in edge[:2]} - set("abcxy")
+    lake.day(d2, second_day, [(p, 2) for p in sorted(newcomers)])
+    update = lake.update(d2)
+    assert update.mode == "incremental"
+    components = set(lake.assignment(d2).values())  # (master, size), one per component
+    largest = max(size for _, size in components)
+    largest_master = min(master for master, size in components if size == largest)
+    assert update.summary.components_by_size == Counter(size for _, size in components)
+    assert (update.summary.largest_size, update.summary.largest_master) == (
+        largest,
+        largest_master,
+    )
