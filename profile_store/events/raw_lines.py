@@ -49,8 +49,7 @@ def kept_line(line: Column, max_raw_bytes: int) -> dict[str, Column]:
     cut = F.octet_length(line) > max_raw_bytes
     prefix = F.substring(binary, 1, _prefix_length(binary, max_raw_bytes))
     kept = F.when(cut, prefix).otherwise(binary)
-    strings = F.regexp_extract_all(F.make_valid_utf8(line), F.lit(_JSON_STRING), F.lit(1))
-    short = F.filter(strings, lambda value: F.length(value) <= MAX_STRING_CHARACTERS)
+    short = F.filter(json_strings(line), lambda value: F.length(value) <= MAX_STRING_CHARACTERS)
     return {
         "raw": F.make_valid_utf8(kept.cast("string")),
         "raw_bytes": F.when(~F.is_valid_utf8(line), kept),
@@ -59,13 +58,28 @@ def kept_line(line: Column, max_raw_bytes: int) -> dict[str, Column]:
     }
 
 
+def json_strings(text: Column) -> Column:
+    """The JSON strings ``text`` holds, as written (escapes kept, without their quotes)."""
+    return F.regexp_extract_all(F.make_valid_utf8(text), F.lit(_JSON_STRING), F.lit(1))
+
+
+def written_forms(ids: Iterable[str]) -> list[str]:
+    """Each id as a JSON line writes it between its quotes (``json.dumps`` escaping)."""
+    return sorted({json.dumps(value)[1:-1] for value in ids})
+
+
 def names_any(ids: Iterable[str]) -> Column:
     """A quarantine row whose received line names one of ``ids`` as a JSON string: in the kept
-    prefix ``raw``, or, for a cut line, among its ``raw_strings``."""
-    quoted = sorted({json.dumps(value) for value in ids})
-    found = F.lit(False)
-    for text in quoted:
-        found = found | F.coalesce(F.col("raw").contains(text), F.lit(False))
-    listed = F.coalesce(F.col("raw_strings"), F.array().cast("array<string>"))
-    written = [text[1:-1] for text in quoted]  # as the line writes it, without the quotes
-    return found | F.exists(listed, lambda value: value.isin(written))
+    prefix ``raw``, or, for a cut line, among its ``raw_strings``. One set lookup per string
+    of the line, however many ids (an erasure batch names thousands)."""
+    written = written_forms(ids)
+    found = F.exists(quarantine_strings(), lambda value: value.isin(written))
+    return F.coalesce(found, F.lit(False))  # never null: a kept row is one where it is False
+
+
+def quarantine_strings() -> Column:
+    """The JSON strings a quarantine row's received line holds: those of its kept prefix and,
+    for a cut line, its ``raw_strings``."""
+    empty = F.array().cast("array<string>")
+    prefix = F.coalesce(json_strings(F.col("raw")), empty)
+    return F.concat(prefix, F.coalesce(F.col("raw_strings"), empty))
