@@ -38,53 +38,74 @@ START = date(2026, 9, 1)  # early enough that every day is a partition
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--days", type=int, default=30)
-    parser.add_argument("--events-per-day", type=int, default=20_000)
-    parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--work-dir", type=Path, default=Path("/tmp/bench-erasure"))
-    args = parser.parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ["PROFILES_START_DATE"] = START.isoformat()
-    from dagster import DagsterInstance, materialize
+def built_lake(
+    work_dir: Path, days: int, events_per_day: int, seed: int, with_p: bool = False
+) -> tuple[dict, object]:
+    """A generated lake under ``work_dir`` (with ``with_p``, the person P planted on its first
+    and last days and every quarter between), every daily asset built into the embedded gateway
+    (not timed); returns the resources and the Dagster instance."""
+    from dagster import DagsterInstance
+    from daily_runs import build_days  # tests/erasure/daily_runs.py
 
-    from profile_assets.definitions import daily_assets
-    from profile_assets.erasure_assets import erasure
-    from profile_store.erasure.forget import forget
-    from profile_store.erasure.requests import GivenId
-    from profile_store.hbase.pool import table_opener
-    from profile_store.profiles.table import PROFILE_TABLE
     from resources import resources_from_env
 
-    lake, hbase_dir = args.work_dir / "lake", args.work_dir / "hbase"
-    shutil.rmtree(args.work_dir, ignore_errors=True)
-    days = [START + timedelta(days=i) for i in range(args.days)]
-    planted = sorted({days[0], *days[:: max(1, args.days // 4)], days[-1]})
+    lake, hbase_dir = work_dir / "lake", work_dir / "hbase"
+    shutil.rmtree(work_dir, ignore_errors=True)
+    all_days = [START + timedelta(days=i) for i in range(days)]
+    quarter = max(1, days // 4)
+    planted = sorted({all_days[0], *all_days[::quarter], all_days[-1]}) if with_p else []
     print(
-        f"generating {args.days} x {args.events_per_day:,} events (seed {args.seed}); the "
-        f"person on {len(planted)} days ...",
+        f"generating {days} x {events_per_day:,} events (seed {seed})"
+        + (f"; the person on {len(planted)} days" if planted else "")
+        + " ...",
         flush=True,
     )
-    generate_lake(lake, args.days, args.events_per_day, args.seed, START)
+    generate_lake(lake, days, events_per_day, seed, START)
     for day in planted:
-        plant(lake, day, first_day=day == days[0])
+        plant(lake, day, first_day=day == all_days[0])
     resources = resources_from_env(
         {"PROFILES_LAKE_ROOT": str(lake), "PROFILES_HBASE_DATA_DIR": str(hbase_dir)}
     )
     instance = DagsterInstance.ephemeral()
     started = time.perf_counter()
-    for day in days:
-        result = materialize(
-            list(daily_assets),
-            partition_key=day.isoformat(),
-            resources=resources,
-            instance=instance,
-            run_config=QUIET,
-        )
-        assert result.success, day
-    print(f"built {args.days} days in {time.perf_counter() - started:.0f} s (not timed)")
+    build_days(all_days, resources, instance, QUIET)
+    print(f"built {days} days in {time.perf_counter() - started:.0f} s (not timed)")
+    return resources, instance
 
+
+def lake_arguments(
+    description: str, days: int, events_per_day: int, work_dir: str
+) -> argparse.ArgumentParser:
+    """The options of a benchmark over a ``built_lake``, with its defaults."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--days", type=int, default=days)
+    parser.add_argument("--events-per-day", type=int, default=events_per_day)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--work-dir", type=Path, default=Path(work_dir))
+    return parser
+
+
+def use_lake_environment() -> None:
+    """Spark's workers in this interpreter; partitions from ``START`` (before the code location
+    is imported: it reads them then)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ["PROFILES_START_DATE"] = START.isoformat()
+
+
+def main() -> int:
+    args = lake_arguments(__doc__.splitlines()[0], 30, 20_000, "/tmp/bench-erasure").parse_args()
+    use_lake_environment()
+    from dagster import materialize
+
+    from profile_assets.erasure_assets import erasure
+    from profile_store.erasure.forget import forget
+    from profile_store.erasure.requests import GivenId
+    from profile_store.hbase.pool import table_opener
+    from profile_store.profiles.table import PROFILE_TABLE
+
+    resources, instance = built_lake(
+        args.work_dir, args.days, args.events_per_day, args.seed, with_p=True
+    )
     hbase = resources["hbase"]
     storage = resources["lake"].storage()
     started = time.perf_counter()
@@ -104,24 +125,25 @@ def main() -> int:
     hbase.close()
 
     print(f"\nmachine: {machine()}")
-    print(f"lake: {args.days} days x {args.events_per_day:,} events, person on {len(planted)} days")
+    print(f"lake: {args.days} days x {args.events_per_day:,} events")
     print("\n| part | seconds |")
     print("| --- | ---: |")
     deleted = request.request.immediate["profile_rows_deleted"]
     print(f"| forget: request, suppression, {deleted} profile rows deleted | {immediate:.2f} |")
     print(f"| erasure run (Dagster materialize, Spark session start included) | {step:.1f} |")
-    print(f"| of which the request's own work (report `seconds`) | {report['seconds']} |")
+    print(f"| of which the batch's steps (report `batch.seconds`) | {report['batch']['seconds']} |")
+    batch = report["batch"]
     print(f"\nrows removed: {report['rows_removed']}")
     print(
-        f"partitions rewritten: {len(report['partitions_rewritten'])}, landing/feed files "
-        f"rewritten: {report['files_rewritten']}, component days recomputed: "
-        f"{len(report['component_days_recomputed'])}, HBase rows rewritten: "
-        f"{report['hbase_rows_rewritten']}"
+        f"partitions rewritten: {len(batch['partitions_rewritten'])}, landing/feed files "
+        f"rewritten: {batch['files_rewritten']}, component days recomputed: "
+        f"{len(batch['component_days_recomputed'])}, HBase rows rewritten: "
+        f"{batch['hbase_rows_rewritten']}"
     )
     print(
-        f"sketch days rebuilt: {len(report['sketch_days_rebuilt'])}, sketch rows searched: "
-        f"{report['sketch_rows_checked']:,}, still retaining a hash: "
-        f"{report['sketch_rows_retaining']}"
+        f"sketch days rebuilt: {len(batch['sketch_days_rebuilt'])}, sketch rows searched: "
+        f"{batch['sketch_rows_checked']:,}, still retaining a hash: "
+        f"{batch['sketch_rows_retaining']}"
     )
     return 0
 

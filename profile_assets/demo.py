@@ -299,14 +299,15 @@ def _forget_a_person(lake_root: Path, instance) -> bool:
     if not outcome["success"] or report is None:
         _print("  erasure run FAILED (see the run in the Dagster UI)")
         return False
+    batch = report["batch"]
     _print(
         f"  erasure run: {_counted(sum(report['rows_removed'].values()), 'row')} removed from "
-        f"{_counted(len(report['partitions_rewritten']), 'lake partition')}, "
-        f"{_counted(len(report['component_days_recomputed']), 'identity day')} recomputed, "
+        f"{_counted(len(batch['partitions_rewritten']), 'lake partition')}, "
+        f"{_counted(len(batch['component_days_recomputed']), 'identity day')} recomputed, "
         f"{_counted(len(report['sketch_days_rebuilt']), 'sketch day')} rebuilt: "
-        f"{report['sketch_rows_retaining']} of {report['sketch_rows_checked']:,} sketch rows "
-        f"retain their hashes ({time.monotonic() - t0:.1f}s); report in "
-        f"{lake_root / 'erasure' / 'reports'}"
+        f"{report['sketch_rows_retaining']} of {batch['sketch_rows_checked']:,} sketch rows "
+        f"retain their hashes, major compaction {batch['hbase_major_compaction']['state']} "
+        f"({time.monotonic() - t0:.1f}s); report in {lake_root / 'erasure' / 'reports'}"
     )
     return gone and report["sketch_rows_retaining"] == 0
 

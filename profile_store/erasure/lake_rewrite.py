@@ -1,8 +1,12 @@
-"""The erasure step's lake part: every partition holding the person rewritten without them.
+"""The erasure step's lake part: every partition holding the persons rewritten without them.
 
-Only partitions that hold one of the person's rows are read back and rewritten; each is
-overwritten in place from a local checkpoint of its kept rows (so the same code serves a local
-directory and S3). Areas, and the rows that go:
+One rewrite for a whole batch of requests: ``person`` is the union of the batch's persons
+(``resolution.union``), and ``owners`` names each request's ids, so that the rows removed are
+also counted per request (a row naming the ids of two requests counts for both). Only
+partitions that hold one of the persons' rows are read back and rewritten; each is overwritten
+in place from a local checkpoint of its kept rows (so the same code serves a local directory and
+S3). Matching is by set lookups (``isin``, one per JSON string of a line), so a thousand persons
+cost one pass over each area, as one does. Areas, and the rows that go:
 
 - ``events``, the identity areas ``identity_keys`` / ``identity_profiles`` / ``identity_edges``
   and the profile state (``profile_segments``, ``profile_counters``, ``profile_unsynced``,
@@ -15,15 +19,19 @@ directory and S3). Areas, and the rows that go:
 - ``identity_components``: every day that held them recomputed from the remaining edges (the
   components they bridged split, masters by the usual rule: the oldest profile), and the
   masters ``compacted_profiles`` recorded for them replaced by the new ones.
+
+The days that held their events, quarantined lines and components are found first
+(``plan_erasure``), before anything is removed, and kept by the caller: a re-run after a crash
+in the middle of the rewrite still rewrites those days' landing files and rebuilds their
+sketches, though the lake no longer shows the persons there.
 """
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections import defaultdict
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import PurePosixPath
 from urllib.parse import unquote
@@ -32,7 +40,12 @@ from pyspark.sql import Column, DataFrame, DataFrameReader, SparkSession
 from pyspark.sql import functions as F
 
 from profile_store.erasure.resolution import Person
-from profile_store.events.raw_lines import names_any
+from profile_store.events.raw_lines import (
+    json_strings,
+    names_any,
+    quarantine_strings,
+    written_forms,
+)
 from profile_store.events.schema import QUARANTINE_SCHEMA
 from profile_store.identity.incremental import full_day, summarize
 from profile_store.identity.keys import profiles_first_seen
@@ -70,45 +83,135 @@ LANDING_REWRITES = "erasure/landing"
 landing sensor does not take the rewritten files for new ones."""
 
 
+ID = "_id"
+OWNER = "_owner"
+ROW = "_row"
+
+
 @dataclass
 class LakeErasure:
     """What the step removed, by area; partitions named ``area/date=D`` (no personal data)."""
 
     rows_removed: dict[str, int] = field(default_factory=lambda: defaultdict(int))
+    rows_by_request: dict[str, dict[str, int]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(int))
+    )  # request id -> area -> rows naming its person's ids
     partitions: list[str] = field(default_factory=list)
     files_rewritten: int = 0
-    event_days: list[date] = field(default_factory=list)
     component_days: list[date] = field(default_factory=list)
+
+    def as_json(self) -> dict:
+        return {
+            "rows_removed": dict(sorted(self.rows_removed.items())),
+            "rows_by_request": {
+                request: dict(sorted(areas.items()))
+                for request, areas in sorted(self.rows_by_request.items())
+            },
+            "partitions_rewritten": sorted(set(self.partitions)),
+            "files_rewritten": self.files_rewritten,
+            "component_days_recomputed": [d.isoformat() for d in self.component_days],
+        }
+
+
+@dataclass(frozen=True)
+class LakePlan:
+    """The days holding the persons, found before anything is removed."""
+
+    event_days: list[date]
+    quarantine_days: list[date]
+    component_days: list[date]
+    event_days_by_request: dict[str, list[date]]
+
+    def as_json(self) -> dict:
+        body = asdict(self)
+        body["event_days_by_request"] = {
+            request: [d.isoformat() for d in days]
+            for request, days in sorted(self.event_days_by_request.items())
+        }
+        for name in ("event_days", "quarantine_days", "component_days"):
+            body[name] = [d.isoformat() for d in body[name]]
+        return body
+
+    @classmethod
+    def from_json(cls, body: dict) -> LakePlan:
+        def days(values: list[str]) -> list[date]:
+            return [date.fromisoformat(v) for v in values]
+
+        return cls(
+            days(body["event_days"]),
+            days(body["quarantine_days"]),
+            days(body["component_days"]),
+            {request: days(v) for request, v in body["event_days_by_request"].items()},
+        )
+
+
+def owners_frame(spark: SparkSession, owners: Mapping[str, Iterable[str]]) -> DataFrame:
+    """``(_id, _owner)``: every id of each request's person (request id -> ids), as a column
+    holds it and as a JSON line writes it, to count removed rows per request."""
+    pairs = {
+        (form, request)
+        for request, ids in owners.items()
+        for value in ids
+        for form in (value, *written_forms([value]))
+    }
+    return spark.createDataFrame(sorted(pairs), f"{ID} string, {OWNER} string")
 
 
 def _named(column: str, values: Iterable[str]) -> Column:
     return F.coalesce(F.col(column).isin(sorted(values)), F.lit(False))
 
 
-def _mentions(column: str, ids: Iterable[str]) -> Column:
-    """The text names one of ``ids`` as a JSON string value."""
-    found = F.lit(False)
-    for value in sorted(ids):
-        found = found | F.coalesce(F.col(column).contains(json.dumps(value)), F.lit(False))
-    return found
+def _mentions(strings: Column, ids: Iterable[str]) -> Column:
+    """The text's JSON ``strings`` name one of ``ids``."""
+    written = written_forms(ids)
+    return F.coalesce(F.exists(strings, lambda value: value.isin(written)), F.lit(False))
 
 
-def _row_predicates(person: Person) -> dict[str, Column]:
+def _row_predicates(person: Person) -> dict[str, tuple[Column, Column]]:
+    """Per area: which rows go, and the ids each row names (to count it per request)."""
     mine = person.profiles
     ids = person.suppressed_ids
+    is_login = F.col("key_type") == MEMBER_ID
+    login = F.when(is_login, F.col("key"))
+    profile = (_named("profile", mine), F.array("profile"))
     return {
-        EVENTS: _named("user_id", mine),
-        QUARANTINE: _named("user_id", mine) | names_any(ids),
-        IDENTITY_KEYS: _named("profile", mine)
-        | ((F.col("key_type") == MEMBER_ID) & _named("key", person.logins)),
-        IDENTITY_PROFILES: _named("profile", mine),
-        IDENTITY_EDGES: _named("profile_a", mine) | _named("profile_b", mine),
-        PROFILE_SEGMENTS: _named("profile", mine),
-        PROFILE_COUNTERS: _named("profile", mine),
-        PROFILE_UNSYNCED: _named("profile", mine),
-        AUDIENCE_ACTIVATIONS: _named("profile", mine),
-        COMPACTED_PROFILES: _named("profile", mine),
+        EVENTS: (_named("user_id", mine), F.array("user_id")),
+        QUARANTINE: (
+            _named("user_id", mine) | names_any(ids),
+            F.concat(F.array("user_id"), quarantine_strings()),
+        ),
+        IDENTITY_KEYS: (
+            _named("profile", mine) | (is_login & _named("key", person.logins)),
+            F.array(F.col("profile"), login),
+        ),
+        IDENTITY_PROFILES: profile,
+        IDENTITY_EDGES: (
+            _named("profile_a", mine) | _named("profile_b", mine),
+            F.array("profile_a", "profile_b"),
+        ),
+        PROFILE_SEGMENTS: profile,
+        PROFILE_COUNTERS: profile,
+        PROFILE_UNSYNCED: profile,
+        AUDIENCE_ACTIVATIONS: profile,
+        COMPACTED_PROFILES: profile,
     }
+
+
+def _by_request(matched: DataFrame, key: str, named: Column, owners: DataFrame) -> dict:
+    """``{(key value, request id): rows}``: the rows of ``matched`` (few: the persons',
+    numbered by ``_numbered``) by ``key`` and by each request whose person's ids the row
+    names."""
+    tagged = matched.select(
+        F.col(key).cast("string").alias("_key"), ROW, F.explode(F.array_distinct(named)).alias(ID)
+    )
+    counted = (
+        tagged.join(F.broadcast(owners), ID)
+        .select("_key", ROW, OWNER)
+        .distinct()
+        .groupBy("_key", OWNER)
+        .count()
+    )
+    return {(r["_key"], r[OWNER]): r["count"] for r in counted.collect()}
 
 
 def _reader(spark: SparkSession, area: str) -> DataFrameReader:
@@ -125,13 +228,24 @@ def _area(spark: SparkSession, storage: LakeStorage, area: str) -> DataFrame | N
     return _reader(spark, area).option("basePath", uri).parquet(uri)
 
 
-def _days_matching(
+def _matched(
     spark: SparkSession, storage: LakeStorage, area: str, predicate: Column
-) -> list[date]:
+) -> DataFrame | None:
+    """The area's rows that go (they are few: the persons'), numbered."""
     frame = _area(spark, storage, area)
-    if frame is None:
+    return None if frame is None else _numbered(frame.where(predicate))
+
+
+def _numbered(rows: DataFrame) -> DataFrame:
+    """``rows`` with a ``_row`` number, checkpointed: fixed, so that a row naming several ids
+    of one request counts once."""
+    return rows.withColumn(ROW, F.monotonically_increasing_id()).localCheckpoint(eager=True)
+
+
+def _days_of(matched: DataFrame | None) -> list[date]:
+    if matched is None:
         return []
-    return sorted(r.date for r in frame.where(predicate).select("date").distinct().collect())
+    return sorted(r.date for r in matched.select("date").distinct().collect())
 
 
 def _write(kept: DataFrame, storage: LakeStorage, relative: str) -> None:
@@ -147,9 +261,20 @@ def _overwrite(frame: DataFrame, storage: LakeStorage, relative: str) -> None:
 
 
 def _remove_rows(
-    spark: SparkSession, storage: LakeStorage, area: str, predicate: Column, result: LakeErasure
+    spark: SparkSession,
+    storage: LakeStorage,
+    area: str,
+    rows: tuple[Column, Column],
+    owners: DataFrame,
+    result: LakeErasure,
 ) -> list[date]:
-    days = _days_matching(spark, storage, area, predicate)
+    predicate, named = rows
+    matched = _matched(spark, storage, area, predicate)
+    days = _days_of(matched)
+    if not days:
+        return days
+    for (_, request), count in _by_request(matched, "date", named, owners).items():
+        result.rows_by_request[request][area] += count
     for day in days:
         relative = day_dir(area, day)
         partition = _reader(spark, area).parquet(storage.spark_uri(relative))
@@ -162,7 +287,12 @@ def _remove_rows(
 
 
 def _rewrite_text_files(
-    spark: SparkSession, storage: LakeStorage, directory: str, ids: set[str], result: LakeErasure
+    spark: SparkSession,
+    storage: LakeStorage,
+    directory: str,
+    ids: set[str],
+    owners: DataFrame,
+    result: LakeErasure,
 ) -> bool:
     """Rewrite every file of ``directory`` with a line naming one of ``ids``; True if any."""
     files = [f.path for f in storage.list_files(directory) if is_landing_data(f.path)]
@@ -171,13 +301,16 @@ def _rewrite_text_files(
     lines = spark.read.text([storage.spark_uri(p) for p in files]).withColumn(
         "file", F.input_file_name()
     )
-    named = _mentions("value", ids)
+    strings = json_strings(F.col("value"))
+    named = _mentions(strings, ids)
+    matched = _numbered(lines.where(named))
     # input_file_name() is a URI: percent-encoded where a path has spaces or the like.
-    hits = {
-        unquote(r.file): r["count"] for r in lines.where(named).groupBy("file").count().collect()
-    }
+    hits = {unquote(r.file): r["count"] for r in matched.groupBy("file").count().collect()}
     if not hits:
         return False
+    area = PurePosixPath(directory).parts[0]
+    for (_, request), count in _by_request(matched, "file", strings, owners).items():
+        result.rows_by_request[request][area] += count
     for path in files:
         uri = storage.spark_uri(path)
         removed = next((count for file, count in hits.items() if file.endswith(path)), 0)
@@ -191,7 +324,7 @@ def _rewrite_text_files(
         (part,) = [f.path for f in storage.list_files(staging) if "/part-" in f.path]
         storage.move(part, path)
         storage.delete_tree(staging)
-        result.rows_removed[PurePosixPath(directory).parts[0]] += removed
+        result.rows_removed[area] += removed
         result.files_rewritten += 1
     result.partitions.append(directory)
     return True
@@ -241,9 +374,8 @@ def _replace_masters(
     result: LakeErasure,
 ) -> None:
     """``compacted_profiles`` rows whose master was one of the person's: the new master."""
-    for day in _days_matching(
-        spark, storage, COMPACTED_PROFILES, _named("master", person.profiles)
-    ):
+    mastered = _matched(spark, storage, COMPACTED_PROFILES, _named("master", person.profiles))
+    for day in _days_of(mastered):
         relative = day_dir(COMPACTED_PROFILES, day)
         rows = spark.read.parquet(storage.spark_uri(relative))
         assignment = assignments.get(day)
@@ -263,38 +395,64 @@ def _replace_masters(
             result.partitions.append(relative)
 
 
-def erase_from_lake(
-    spark: SparkSession, storage: LakeStorage, person: Person, threshold: float = 0.9
-) -> LakeErasure:
-    """Remove ``person`` from every area of the lake (see the module docstring)."""
-    result = LakeErasure()
+def _component_predicate(person: Person) -> Column:
+    return _named("profile", person.profiles) | _named("master", person.profiles)
+
+
+def plan_erasure(
+    spark: SparkSession, storage: LakeStorage, person: Person, owners: DataFrame
+) -> LakePlan:
+    """The days that hold ``person``'s events (also per request), quarantined lines and
+    components, read before anything is removed."""
     predicates = _row_predicates(person)
-    # Days whose components held them: found before their rows leave the identity areas.
-    component_days = _days_matching(
-        spark,
-        storage,
-        IDENTITY_COMPONENTS,
-        _named("profile", person.profiles) | _named("master", person.profiles),
+    events = _matched(spark, storage, EVENTS, predicates[EVENTS][0])
+    by_request: dict[str, list[date]] = defaultdict(list)
+    if events is not None:
+        for day, request in _by_request(events, "date", predicates[EVENTS][1], owners):
+            by_request[request].append(date.fromisoformat(day))
+    return LakePlan(
+        event_days=_days_of(events),
+        quarantine_days=_days_of(_matched(spark, storage, QUARANTINE, predicates[QUARANTINE][0])),
+        component_days=_days_of(
+            _matched(spark, storage, IDENTITY_COMPONENTS, _component_predicate(person))
+        ),
+        event_days_by_request={request: sorted(days) for request, days in by_request.items()},
     )
-    event_days = []
-    for area, predicate in predicates.items():
-        days = _remove_rows(spark, storage, area, predicate, result)
-        if area == EVENTS:
-            event_days = days
-    quarantine_days = {p.split("=")[1] for p in result.partitions if p.startswith(QUARANTINE)}
-    ingested = {d.isoformat() for d in event_days} | quarantine_days
+
+
+def erase_from_lake(
+    spark: SparkSession,
+    storage: LakeStorage,
+    person: Person,
+    plan: LakePlan,
+    owners: DataFrame,
+    threshold: float = 0.9,
+) -> LakeErasure:
+    """Remove ``person`` from every area of the lake (see the module docstring); ``plan``:
+    ``plan_erasure``'s, made before anything was removed (by this run or a crashed one)."""
+    result = LakeErasure()
+    # Days whose components hold them now, and those that did when the batch was planned.
+    component_days = sorted(
+        set(plan.component_days)
+        | set(_days_of(_matched(spark, storage, IDENTITY_COMPONENTS, _component_predicate(person))))
+    )
+    for area, rows in _row_predicates(person).items():
+        _remove_rows(spark, storage, area, rows, owners, result)
+    ingested = {d.isoformat() for d in [*plan.event_days, *plan.quarantine_days]}
+    ingested |= {p.split("=")[1] for p in result.partitions if p.startswith(QUARANTINE)}
     ids = person.suppressed_ids
     for folder in _landing_days(storage):
         day = folder.removeprefix("date=")
         if day in ingested or not storage.exists(day_dir(EVENTS, day)):
             directory = day_dir(LANDING, day)
-            if _rewrite_text_files(spark, storage, directory, ids, result):
+            if _rewrite_text_files(spark, storage, directory, ids, owners, result):
                 _mark_rewritten(storage, day)
     if storage.exists(SEGMENT_FEED):
         for folder in sorted(
             {PurePosixPath(f.path).parts[1] for f in storage.list_files(SEGMENT_FEED)}
         ):
-            _rewrite_text_files(spark, storage, f"{SEGMENT_FEED}/{folder}", person.profiles, result)
+            directory = f"{SEGMENT_FEED}/{folder}"
+            _rewrite_text_files(spark, storage, directory, person.profiles, owners, result)
 
     assignments = {
         day: _recompute_components(spark, storage, day, threshold) for day in component_days
@@ -303,6 +461,5 @@ def erase_from_lake(
         result.partitions.append(day_dir(IDENTITY_COMPONENTS, day))
     _replace_masters(spark, storage, person, assignments, result)
     storage.delete_tree(STAGING)
-    result.event_days = event_days
     result.component_days = component_days
     return result

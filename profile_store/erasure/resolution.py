@@ -24,6 +24,7 @@ anything is written: hundreds of profiles behind one id is an over-linking graph
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -310,3 +311,26 @@ def resolve(
 ) -> Person:
     """The person of ``given`` over the lake's identity areas as they are now."""
     return IdentityGraph.load(storage, threshold).resolve(given, max_profiles)
+
+
+def union(persons: Iterable[Person]) -> Person:
+    """The persons of a batch of requests as one, for the one lake rewrite they share; a
+    profile forgotten by one request is no other member left to rewrite."""
+    persons = list(persons)
+
+    def joined(name: str) -> frozenset:
+        return frozenset().union(*(getattr(person, name) for person in persons))
+
+    profiles = joined("profiles")
+    return Person(
+        profiles=profiles,
+        keys=joined("keys"),
+        logins=joined("logins"),
+        own_alternates=joined("own_alternates"),
+        given_keys=joined("given_keys"),
+        known=any(person.known for person in persons),
+        edges=joined("edges"),
+        component_members=joined("component_members") - profiles,
+        spellings=joined("spellings") - profiles,
+        quarantined=joined("quarantined"),
+    )

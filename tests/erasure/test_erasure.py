@@ -20,6 +20,7 @@ from types import SimpleNamespace
 import pyarrow.parquet as pq
 import pytest
 from dagster import DagsterInstance, materialize
+from daily_runs import lake_resources
 from scenario import A_IDS, APP, B_IDS, EMAIL_A, EMAIL_B, FORGOTTEN_TEXTS, LOGINS, P_IDS, plant
 
 from profile_assets.definitions import daily_assets
@@ -36,9 +37,6 @@ from profile_store.identity.pipeline import latest_assignment_dir
 from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.table import PROFILE_TABLE, column, edge_key, lookup_key, profile_key
 from resources.hbase import HBaseResource
-from resources.identity import IdentityResource
-from resources.lake import LakeResource
-from resources.spark import spark_resource_from_env
 
 D1 = date(2026, 11, 1)
 DAYS = [D1 + timedelta(days=i) for i in range(2)]
@@ -101,10 +99,10 @@ def _hbase_mentions(connection, texts: list[str]) -> list[str]:
 
 
 def _gateway_files_holding(data_dir: Path, needles: list[bytes]) -> list[str]:
-    """Every file of the gateway's data directory whose bytes contain one of ``needles``."""
+    """Every file under the gateway's data directory whose bytes contain one of ``needles``."""
     return sorted(
-        path.name
-        for path in data_dir.iterdir()
+        str(path.relative_to(data_dir))
+        for path in data_dir.rglob("*")
         if path.is_file() and any(needle in path.read_bytes() for needle in needles)
     )
 
@@ -140,12 +138,7 @@ def erased(spark, tmp_path_factory):
     hbase = HBaseResource(data_dir=str(hbase_dir))
     # The ids, the login, and the 64-bit hashes a sketch keeps of the ids.
     needles = [t.encode() for t in FORGOTTEN_TEXTS] + sorted(id_hashes(P_IDS))
-    resources = {
-        "spark": spark_resource_from_env({"SPARK_SHUFFLE_PARTITIONS": "2"}),
-        "lake": LakeResource(root=str(root)),
-        "identity": IdentityResource(),
-        "hbase": hbase,
-    }
+    resources = lake_resources(root, hbase)
     instance = DagsterInstance.ephemeral()
     try:
         built = [_run(list(daily_assets), resources, instance, day) for day in DAYS]
@@ -353,18 +346,22 @@ def test_audience_estimates_lose_exactly_the_person(erased):
 
 def test_the_report_says_what_was_removed_without_personal_data(erased):
     report = _report(erased.step)
+    batch = report["batch"]
     assert report["outcome"] == "erased"
     assert report["profiles_resolved"] == 2
     assert report["sketch_days_rebuilt"] == [day.isoformat() for day in DAYS]
-    assert report["sketch_rows_checked"] > 0 and report["sketch_rows_retaining"] == 0
-    assert report["hbase_major_compaction"] == {
+    assert batch["sketch_days_rebuilt"] == report["sketch_days_rebuilt"]
+    assert batch["sketch_rows_checked"] > 0 and report["sketch_rows_retaining"] == 0
+    assert batch["hbase_major_compaction"] == {
         "tables": ["profiles", "sketches"],
         "state": "completed",
     }
+    assert batch["requests"] == 1 and batch["runs"] == 1
     assert report["rows_removed"]["events"] == len(DAYS) * 4  # 2 events of each P id a day
     assert report["rows_removed"]["quarantine"] == len(DAYS)  # P's bad line of each day
     assert report["rows_removed"]["landing"] == len(DAYS) * 5
-    assert "identity_components/date=2026-11-01" in report["partitions_rewritten"]
+    assert report["rows_removed"] == batch["rows_removed"]  # a batch of one
+    assert "identity_components/date=2026-11-01" in batch["partitions_rewritten"]
     assert not any(t in json.dumps(report) for t in FORGOTTEN_TEXTS)
     saved = json.loads(
         (erased.root / "erasure" / "reports" / f"{report['request_id']}.json").read_text()

@@ -21,10 +21,9 @@ import pytest
 from identity_areas import lake_with_keys
 
 from profile_store.cli.main import main
-from profile_store.erasure.erasure_step import ErasureTargets, carry_out
+from profile_store.erasure.erasure_step import ErasureTargets, begin_batch
 from profile_store.erasure.requests import (
     REQUESTS,
-    ErasureRefused,
     GivenId,
     new_request,
     pending_requests,
@@ -259,11 +258,16 @@ def test_an_argument_that_is_not_utf8_exits_2_in_json(gateway, prefix, lake):
     assert b"Traceback" not in done.stderr and recorded(lake) == []
 
 
-def test_a_pending_request_whose_person_grew_beyond_its_bound_fails_the_step_naming_it(lake):
+def test_a_pending_request_whose_person_grew_beyond_its_bound_is_refused_with_nothing_written(
+    lake,
+):
     storage = LocalLakeStorage(lake)
     request = new_request([GivenId("ann-cookie")], max_profiles=1)
     save_request(storage, request)
+    files_before = sorted(p for p in Path(lake).rglob("*") if p.is_file())
     targets = ErasureTargets(connect=None, address=None, compaction=None)
-    with pytest.raises(ErasureRefused, match=f"erasure request {request.request_id}: ids: resolve"):
-        carry_out(None, storage, targets, request, lambda day: {})
+    batch, refused = begin_batch(None, storage, targets, [request])
+    assert batch is None  # nobody to carry out: no journal, no Spark
+    assert refused[request.request_id].startswith("ids: resolve to 2 profiles")
     assert pending_requests(storage) == [request]
+    assert sorted(p for p in Path(lake).rglob("*") if p.is_file()) == files_before

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.sketch_table import sketch_table_opener
 from profile_store.cli.main import main
-from profile_store.erasure.report import ErasureReport, save_report
+from profile_store.erasure.report import BatchFigures, ErasureReport, save_report
 from profile_store.erasure.requests import REQUESTS
 from profile_store.hbase.pool import hbase_pool, table_opener
 from profile_store.hbase.settings import HBaseSettings
@@ -71,10 +71,12 @@ def test_a_pending_request_reads_back_as_pending(client):
 
 def test_a_completed_request_reads_back_with_its_report(client, lake):
     request_id = client.post(ERASURE_PATH, headers=ADMIN, json={"ids": ["x"]}).json()["request_id"]
-    report = ErasureReport(request_id, "t0", "t1", "nothing found", 1, 0, 0)
+    batch = BatchFigures("eb-1", requests=1, started_at="t0", runs=1)
+    report = ErasureReport(request_id, "t0", "t1", "nothing found", 1, 0, 0, batch)
     save_report(lake, report)
     answer = client.get(f"{ERASURE_PATH}/{request_id}", headers=ADMIN).json()
     assert answer["status"] == "completed" and answer["report"]["outcome"] == "nothing found"
+    assert answer["report"]["batch"]["batch_id"] == "eb-1"
 
 
 def test_a_tenant_key_may_not_request_an_erasure(client):
