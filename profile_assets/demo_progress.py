@@ -40,6 +40,8 @@ class StepProgressHandler(logging.Handler):
         self._indent = indent
         self._labels: dict[str, str] = {}
         self._reasons: dict[str, str] = {}
+        # Checks evaluated in their asset's own step (``check_specs``): printed under it.
+        self._step_checks: dict[str, list[str]] = {}
 
     def emit(self, record: logging.LogRecord) -> None:
         meta = getattr(record, "dagster_meta", None) or {}
@@ -47,26 +49,41 @@ class StepProgressHandler(logging.Handler):
         if event is None or not event.step_key:
             return
         kind = event.event_type
+        step = event.step_key
         if kind == DagsterEventType.ASSET_MATERIALIZATION:
-            self._labels[event.step_key] = f"{event.asset_key.to_user_string():<34}"
-            metadata = event.event_specific_data.materialization.metadata
-            note = quarantine_note(metadata)
+            asset = event.asset_key.to_user_string()
+            # A step may also record other assets' materializations (the erasure's rebuilt
+            # sketch days): the step's own asset names its line.
+            if step not in self._labels or asset == step:
+                self._labels[step] = f"{asset:<34}"
+            note = quarantine_note(event.event_specific_data.materialization.metadata)
             if note:
-                self._reasons[event.step_key] = note
+                self._reasons[step] = note
         elif kind == DagsterEventType.ASSET_CHECK_EVALUATION:
             evaluation = event.event_specific_data
             outcome = check_outcome(evaluation.passed, evaluation.severity, evaluation.metadata)
-            self._labels[event.step_key] = f"check {evaluation.check_name:<28}{outcome:>8} "
-            if outcome != "passed" and evaluation.description:
-                # The measured values against their limits (or why there were none), under the
-                # check's line.
-                self._reasons[event.step_key] = f"why: {evaluation.description}"
+            label = f"check {evaluation.check_name:<28}{outcome:>8} "
+            # The measured values against their limits (or why there were none), under the
+            # check's line.
+            why = (
+                f"  why: {evaluation.description}"
+                if outcome != "passed" and evaluation.description
+                else None
+            )
+            if step in self._labels:
+                self._step_checks.setdefault(step, []).extend(filter(None, [label, why]))
+            else:
+                self._labels[step] = label
+                if why:
+                    self._reasons[step] = why.strip()
         elif kind == DagsterEventType.STEP_SUCCESS:
-            label = self._labels.pop(event.step_key, f"{event.step_key:<34}")
+            label = self._labels.pop(step, f"{step:<34}")
             seconds = event.event_specific_data.duration_ms / 1000
             self._write(f"{label}{seconds:6.1f} s")
-            if event.step_key in self._reasons:
-                self._write(f"  {self._reasons.pop(event.step_key)}")
+            if step in self._reasons:
+                self._write(f"  {self._reasons.pop(step)}")
+            for line in self._step_checks.pop(step, []):
+                self._write(line.rstrip())
         elif kind == DagsterEventType.STEP_FAILURE:
             error = event.event_specific_data.error
             cause = error.message.strip().splitlines()[-1] if error else "see the run's logs"

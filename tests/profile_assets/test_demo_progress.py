@@ -7,8 +7,11 @@ import io
 from dagster import (
     AssetCheckResult,
     AssetCheckSeverity,
+    AssetCheckSpec,
+    AssetMaterialization,
     DagsterInstance,
     Definitions,
+    MaterializeResult,
     asset,
     asset_check,
     define_asset_job,
@@ -150,3 +153,23 @@ def test_quarantined_keys_are_noted_with_the_largest_named():
 def test_no_quarantined_key_makes_no_note():
     assert quarantine_note({"quarantined_keys": 0}) is None
     assert quarantine_note({}) is None
+
+
+@asset(check_specs=[AssetCheckSpec("carried_out", asset="erasure")])
+def erasure(context) -> MaterializeResult:
+    context.log_event(AssetMaterialization(asset_key="sketches", partition=None))
+    return MaterializeResult(
+        check_results=[AssetCheckResult(check_name="carried_out", passed=True)]
+    )
+
+
+def test_a_check_evaluated_in_its_assets_step_prints_under_the_assets_line():
+    out = io.StringIO()
+    job = Definitions(assets=[erasure], jobs=[define_asset_job("erase")]).resolve_job_def("erase")
+    job.with_logger_defs({"progress": step_progress_logger(out)}).execute_in_process(
+        run_config={"loggers": {"progress": {}}}
+    )
+    lines = out.getvalue().splitlines()
+    assert [line.split()[:1] for line in lines] == [["erasure"], ["check"]]
+    assert lines[0].endswith(" s")
+    assert lines[1].split() == ["check", "carried_out", "passed"]
