@@ -27,7 +27,7 @@ from dagster import (
 from dagster_pyspark import LazyPySparkResource
 
 from profile_assets.audience_assets import SKETCH_LG_K
-from profile_assets.profile_assets import CompactionConfig
+from profile_assets.compaction_assets import CompactionConfig
 from profile_store.audiences.day_sketches import build_day_sketches
 from profile_store.audiences.sketch_rows import MAX_PAIR_ROWS
 from profile_store.erasure.batch import unfinished_batches

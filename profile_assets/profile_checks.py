@@ -16,9 +16,9 @@ from pydantic import Field
 from pyspark.sql import functions as F
 
 from profile_assets.check_results import nothing_to_judge, problems_found
+from profile_assets.compaction_assets import compacted_profiles
 from profile_assets.identity_assets import identity_components, identity_edges
 from profile_assets.partitions import daily_partitions
-from profile_assets.profile_assets import compacted_profiles
 from profile_assets.recorded import recorded_metadata
 from profile_store.identity.pipeline import (
     ASSIGNMENT_SCHEMA,

@@ -32,8 +32,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from scenario import P_IDS, plant
 
 from profile_assets.audience_assets import SKETCH_LG_K
+from profile_assets.compaction_assets import CompactionConfig
 from profile_assets.erasure_assets import erasure
-from profile_assets.profile_assets import CompactionConfig
 from profile_store.audiences.day_sketches import build_day_sketches
 from profile_store.audiences.sketch_rows import MAX_PAIR_ROWS
 from profile_store.audiences.sketch_table import SKETCH_TABLE

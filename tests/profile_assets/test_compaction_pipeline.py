@@ -9,8 +9,8 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import DagsterInstance, materialize
 
+from profile_assets.compaction_assets import compacted_profiles
 from profile_assets.identity_assets import identity_components, identity_edges
-from profile_assets.profile_assets import compacted_profiles
 from profile_assets.profile_checks import profile_checks
 from profile_assets.raw_events import raw_events
 from profile_store.generator.lake import generate_lake

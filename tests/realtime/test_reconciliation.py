@@ -22,8 +22,8 @@ from dagster import DagsterInstance, materialize
 from landing_files import drive
 from live_rows import table_opener
 
+from profile_assets.compaction_assets import compacted_profiles
 from profile_assets.identity_assets import identity_components, identity_edges
-from profile_assets.profile_assets import compacted_profiles
 from profile_assets.raw_events import raw_events
 from profile_store.event_bus.producer import EventProducer
 from profile_store.event_bus.settings import EventBusSettings
