@@ -11,7 +11,7 @@ with its endpoints (saved audiences in the HBase table ``audiences``, created at
 (``/v1/admin/erasure-requests``, over the lake of ``--lake``). ``profiles audience serve`` is
 the same command under its older name. It runs until SIGINT/SIGTERM, then closes the pool (and
 the embedded gateway, when it started one) and exits 0. Exit codes and HBase flags are
-``conventions``'. Connections get a deadline on their headers (``service.server``); with
+``conventions``'. Connections get a deadline on their headers (``service.header_deadline``); with
 ``--metrics-port``, Prometheus metrics are served on that port (``service.metrics``). With
 ``PROFILES_KAFKA_BOOTSTRAP_SERVERS`` set, ``POST /v1/events`` writes events to Kafka
 (``routes/events``); unset, it answers 503 ``kafka_not_configured``.
@@ -122,9 +122,9 @@ def run_serve(args: argparse.Namespace) -> int:
     from profile_store.realtime.collector import EventCollector
     from profile_store.service.app import create_app
     from profile_store.service.conventions import body_timeout_s
+    from profile_store.service.header_deadline import deadline_protocol, header_timeout_s
     from profile_store.service.metrics import serve_metrics
     from profile_store.service.routes.erasure import ErasureDesk
-    from profile_store.service.server import deadline_protocol, header_timeout_s
     from profile_store.service.tenants import TenantConfigError, Tenants
     from profile_store.settings.definitions import COLLECTOR_DELIVERY_TIMEOUT_SECONDS
 

@@ -1,4 +1,4 @@
-"""The service's edge (``http_edge``, ``http_server``, ``http_metrics``): keys before bodies, body
+"""The service's edge (``edge``, ``header_deadline``, ``metrics``): keys before bodies, body
 bounds, header deadlines, security headers and metrics; in-process where the ASGI contract is the
 point, and against real ``profiles serve`` processes where the socket is."""
 
