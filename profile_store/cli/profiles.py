@@ -44,8 +44,8 @@ from profile_store.hbase.pool import table_opener
 from profile_store.lake.layout import IDENTITY_PROFILES
 from profile_store.lake.settings import LakeSettings
 from profile_store.profiles.bodies import batch_body, profile_body, segments_body
+from profile_store.profiles.expiry_purge import DEFAULT_PURGE_RATE, PurgeReport, purge_expired
 from profile_store.profiles.reads import (
-    DEFAULT_PURGE_RATE,
     Connection,
     CorruptRow,
     InvalidRequest,
@@ -53,7 +53,6 @@ from profile_store.profiles.reads import (
     MastersPage,
     ProfileReader,
     ProfileView,
-    PurgeReport,
     key_types_from_env,
 )
 from profile_store.profiles.table import PROFILE_TABLE
@@ -256,8 +255,11 @@ def run_masters(args: argparse.Namespace) -> int:
 def run_purge(args: argparse.Namespace) -> int:
     return _answer(
         args,
-        lambda reader: reader.purge_expired(
-            max_rows_per_second=args.max_rows_per_second, max_rows=args.max_rows, after=args.after
+        lambda reader: purge_expired(
+            reader.open_table,
+            max_rows_per_second=args.max_rows_per_second,
+            max_rows=args.max_rows,
+            after=args.after,
         ),
         asdict,
         format_purge,

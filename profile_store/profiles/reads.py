@@ -1,4 +1,4 @@
-"""The real-time reads of the ``profiles`` table and the expiry purge.
+"""The real-time reads of the ``profiles`` table: what the bidders and the service call.
 
 A bidder has about 10 ms for everything, so what a read costs is counted in HBase
 round trips (sequential requests), and every method says how many it makes:
@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import struct
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
@@ -66,11 +66,8 @@ from profile_store.profiles.table import (
     UNSYNCED,
     ProfileRow,
     decayed,
-    decode_ms,
     decode_profile,
-    delete_up_to,
     edge_key,
-    is_live_qualifier,
     lookup_key,
     profile_id_of,
     profile_key,
@@ -82,8 +79,6 @@ MAX_PAGE_SIZE = 1000
 MAX_LINKED = 1000
 MAX_ID_BYTES = 1024
 """Longest id, in UTF-8 bytes (HBase row keys may be 32 KiB; no real id comes near this)."""
-DEFAULT_PURGE_RATE = 500.0
-"""Rows per second the purge scans by default: background work must not starve the bidders."""
 
 PROFILE_STOP = PROFILE_PREFIX[:-1] + bytes([PROFILE_PREFIX[-1] + 1])
 """First row key after every ``p|`` key."""
@@ -214,19 +209,6 @@ class ProfileView:
         return self.master == self.profile
 
 
-@dataclass(frozen=True)
-class PurgeReport:
-    """What a purge did; ``resume_after`` is set when ``max_rows`` stopped it early."""
-
-    rows_scanned: int
-    rows_purged: int
-    cells_deleted: int
-    cells_unreadable: int  # values that are no expiry: never deleted, left for a human
-    pages: int
-    resume_after: str | None  # pass as ``after`` to continue; None: the scan reached the end
-    elapsed_s: float
-
-
 def current_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -258,7 +240,7 @@ class ProfileReader:
         self.key_types = None if key_types is None else tuple(key_types)
 
     def _check_key_type(self, key_type: str | None) -> None:
-        _check_optional_id("key_type", key_type)
+        check_optional_id("key_type", key_type)
         if key_type is not None and self.key_types is not None and key_type not in self.key_types:
             known = ", ".join(self.key_types)
             raise InvalidRequest("key_type", f"unknown key type {key_type!r} (known: {known})")
@@ -275,7 +257,7 @@ class ProfileReader:
         """
         _check_id("id", id)
         self._check_key_type(key_type)
-        now = _check_now(now_ms)
+        now = check_now(now_ms)
         own = profile_key(id)
         keys = [own] if key_type is None else [own, lookup_key(key_type, id)]
         with self.open_table() as table:
@@ -313,7 +295,7 @@ class ProfileReader:
         """
         unique = _check_ids(ids)
         self._check_key_type(key_type)
-        now = _check_now(now_ms)
+        now = check_now(now_ms)
         keys = [profile_key(i) for i in unique]
         lookups = [lookup_key(key_type, i) for i in unique] if key_type else []
         answers: dict[str, dict[str, int]] = {}
@@ -367,7 +349,7 @@ class ProfileReader:
         ``limit`` here; ``truncated`` says the person (``s:devices``) has more ids than listed.
         """
         _check_id("id", id)
-        _check_count("limit", limit, 1, MAX_LINKED)
+        check_count("limit", limit, 1, MAX_LINKED)
         key = profile_key(id)
         with self.open_table() as table:
             cells = table.row(key, columns=LINKED_COLUMNS)
@@ -391,8 +373,8 @@ class ProfileReader:
         page exists; ``after`` is the previous page's ``next_after`` (the last id it returned),
         so every master is listed exactly once across pages.
         """
-        _check_count("page_size", page_size, 1, MAX_PAGE_SIZE)
-        _check_optional_id("after", after)
+        check_count("page_size", page_size, 1, MAX_PAGE_SIZE)
+        check_optional_id("after", after)
         start = PROFILE_PREFIX if after is None else profile_key(after) + b"\x00"
         with self.open_table() as table:
             keys = [
@@ -416,7 +398,7 @@ class ProfileReader:
         counter's last update reads its stored value: counters never grow with time).
         """
         _check_id("id", id)
-        now = _check_now(now_ms)
+        now = check_now(now_ms)
         key = profile_key(id)
         with self.open_table() as table:
             cells = table.row(key)
@@ -449,80 +431,6 @@ class ProfileReader:
             unsynced=live_segments(now, row.unsynced),
             counters=counters,
             linked=dict(sorted(row.associations.items())),
-        )
-
-    def purge_expired(
-        self,
-        now_ms: int | None = None,
-        *,
-        max_rows_per_second: float = DEFAULT_PURGE_RATE,
-        max_rows: int | None = None,
-        after: str | None = None,
-        sleep: Callable[[float], None] = time.sleep,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> PurgeReport:
-        """Delete expired ``g:``/``u:`` cells of profile rows, throttled. 4+ round trips a page.
-
-        Reads never return expired segments, so this only reclaims space and keeps rows small
-        for the bidders. It walks ``p|`` in pages of about one second's worth of rows (each page
-        its own short scan, so no scanner lease outlives a pause), deletes each expired cell
-        only up to the timestamp it was read with (``table.delete_up_to``), then sleeps so the
-        scan never exceeds ``max_rows_per_second`` on average. A compaction writing a fresh
-        expiry into the same column meanwhile writes a newer version, which the bounded delete
-        leaves alone; a cell whose value is no expiry is never deleted. ``rows_scanned`` counts
-        rows holding any segment cell; ``max_rows`` stops the purge after that many, and the
-        report's ``resume_after``, passed back as ``after``, continues where it stopped.
-        """
-        if isinstance(max_rows_per_second, bool) or not (
-            isinstance(max_rows_per_second, int | float) and max_rows_per_second > 0
-        ):
-            raise InvalidRequest("max_rows_per_second", "must be a positive number")
-        if max_rows is not None:
-            _check_count("max_rows", max_rows, 1, None)
-        _check_optional_id("after", after)
-        now = _check_now(now_ms)
-        page_rows = max(1, min(MAX_PAGE_SIZE, int(max_rows_per_second)))
-        started = clock()
-        scanned = purged = deleted = unreadable = pages = 0
-        start = PROFILE_PREFIX if after is None else profile_key(after) + b"\x00"
-        resume_after: str | None = None
-        while True:
-            wanted = page_rows if max_rows is None else min(page_rows, max_rows - scanned)
-            if wanted == 0:
-                resume_after = profile_id_of(start[:-1])
-                break
-            if pages:
-                pause = started + scanned / max_rows_per_second - clock()
-                if pause > 0:
-                    sleep(pause)
-            with self.open_table() as table:
-                page = list(
-                    table.scan(
-                        row_start=start,
-                        row_stop=PROFILE_STOP,
-                        columns=[SEGMENTS, UNSYNCED],
-                        include_timestamp=True,
-                        limit=wanted,
-                        batch_size=wanted,
-                    )
-                )
-                expired, skipped = _expired_cells(page, now)
-                deleted += delete_up_to(table, expired)
-            pages += 1
-            scanned += len(page)
-            purged += len({key for key, _, _ in expired})
-            unreadable += skipped
-            if len(page) < wanted:
-                break
-            start = page[-1][0] + b"\x00"
-        return PurgeReport(
-            rows_scanned=scanned,
-            rows_purged=purged,
-            cells_deleted=deleted,
-            cells_unreadable=unreadable,
-            pages=pages,
-            resume_after=resume_after,
-            elapsed_s=clock() - started,
         )
 
 
@@ -588,26 +496,6 @@ def _edge(key: bytes, cells: Mapping[bytes, bytes] | None) -> Edge | None:
         raise CorruptRow(f"{key!r}: {exc}") from None
 
 
-def _expired_cells(
-    page: Iterable[tuple[bytes, dict[bytes, tuple[bytes, int]]]], now_ms: int
-) -> tuple[list[tuple[bytes, bytes, int]], int]:
-    """``(key, column, timestamp)`` of every expired cell, and the count of unreadable ones."""
-    expired: list[tuple[bytes, bytes, int]] = []
-    unreadable = 0
-    for key, cells in page:
-        for name, (value, timestamp) in cells.items():
-            if is_live_qualifier(name.partition(b":")[2]):
-                continue  # a live cell: the daily run that covers its day deletes it
-            try:
-                expiry = decode_ms(value)
-            except ValueError:
-                unreadable += 1
-                continue
-            if expiry <= now_ms:
-                expired.append((key, name, timestamp))
-    return expired, unreadable
-
-
 # --- input checks -------------------------------------------------------------------------------
 
 
@@ -623,7 +511,7 @@ def _check_id(name: str, value: object) -> str:
     return value
 
 
-def _check_optional_id(name: str, value: object) -> None:
+def check_optional_id(name: str, value: object) -> None:
     if value is not None:
         _check_id(name, value)
 
@@ -638,7 +526,7 @@ def _check_ids(ids: object) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def _check_count(name: str, value: object, low: int, high: int | None) -> int:
+def check_count(name: str, value: object, low: int, high: int | None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidRequest(name, "must be an integer")
     if value < low or (high is not None and value > high):
@@ -647,7 +535,7 @@ def _check_count(name: str, value: object, low: int, high: int | None) -> int:
     return value
 
 
-def _check_now(now_ms: object) -> int:
+def check_now(now_ms: object) -> int:
     if now_ms is None:
         return current_ms()
-    return _check_count("now_ms", now_ms, 0, None)
+    return check_count("now_ms", now_ms, 0, None)

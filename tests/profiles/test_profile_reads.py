@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
-import time
-
-import happybase
 import pytest
 from known_profiles import (
     A1,
@@ -28,7 +24,6 @@ from known_profiles import (
     PERSON_A,
     PERSON_B,
     STALE_EMAIL,
-    profile_with_segments,
 )
 
 from profile_store.profiles.reads import (
@@ -40,7 +35,6 @@ from profile_store.profiles.reads import (
     ProfileReader,
     key_types_from_env,
 )
-from profile_store.profiles.table import SEGMENTS, UNSYNCED, column, encode_ms, profile_key
 
 GET = "getRowWithColumns"
 MULTI_GET = "getRowsWithColumns"
@@ -277,8 +271,6 @@ def test_a_row_that_does_not_decode_raises_corrupt_row_naming_it(reader):
         (lambda r: r.linked_profiles(A1, limit=0), "limit"),
         (lambda r: r.masters(page_size=0), "page_size"),
         (lambda r: r.masters(after=""), "after"),
-        (lambda r: r.purge_expired(max_rows_per_second=0), "max_rows_per_second"),
-        (lambda r: r.purge_expired(max_rows=0), "max_rows"),
     ],
     ids=[
         "empty-id",
@@ -294,8 +286,6 @@ def test_a_row_that_does_not_decode_raises_corrupt_row_naming_it(reader):
         "limit-0",
         "page-size-0",
         "empty-after",
-        "rate-0",
-        "max-rows-0",
     ],
 )
 def test_invalid_inputs_raise_value_error_naming_the_field(reader, read, field):
@@ -303,100 +293,6 @@ def test_invalid_inputs_raise_value_error_naming_the_field(reader, read, field):
         read(reader)
     assert isinstance(raised.value, InvalidRequest) and raised.value.field == field
     assert str(raised.value).startswith(f"{field}: ")
-
-
-# --- purge --------------------------------------------------------------------------------------
-
-
-def scratch_reader(table: happybase.Table) -> ProfileReader:
-    @contextlib.contextmanager
-    def open_table():
-        yield table
-
-    return ProfileReader(open_table)
-
-
-def segment_cells(table: happybase.Table, id: str) -> dict[bytes, bytes]:
-    return table.row(profile_key(id), columns=[SEGMENTS, UNSYNCED])
-
-
-def test_purge_deletes_exactly_the_expired_cells(scratch_table):
-    profile_with_segments(scratch_table, "p1", {"a": NOW - 1, "b": NOW + 1}, {"c": NOW})
-    profile_with_segments(scratch_table, "p2", {"d": NOW + DAY}, {"e": NOW + DAY})
-    profile_with_segments(scratch_table, "p3", {"f": NOW - DAY}, {})
-    report = scratch_reader(scratch_table).purge_expired(now_ms=NOW)
-    assert segment_cells(scratch_table, "p1") == {b"g:b": encode_ms(NOW + 1)}
-    assert segment_cells(scratch_table, "p2") == {
-        b"g:d": encode_ms(NOW + DAY),
-        b"u:e": encode_ms(NOW + DAY),
-    }
-    assert segment_cells(scratch_table, "p3") == {}
-    assert (report.rows_scanned, report.rows_purged, report.cells_deleted) == (3, 2, 3)
-    assert report.resume_after is None
-
-
-def test_purge_never_deletes_a_value_that_is_no_expiry(scratch_table):
-    scratch_table.put(profile_key("p1"), {b"g:odd": b"soon", b"g:old": encode_ms(NOW - 1)})
-    report = scratch_reader(scratch_table).purge_expired(now_ms=NOW)
-    assert segment_cells(scratch_table, "p1") == {b"g:odd": b"soon"}
-    assert (report.cells_deleted, report.cells_unreadable) == (1, 1)
-
-
-def test_purge_stops_at_max_rows_and_resumes_after_them(scratch_table):
-    ids = [f"p{i}" for i in range(5)]
-    for id in ids:
-        profile_with_segments(scratch_table, id, {"old": NOW - 1}, {})
-    reader = scratch_reader(scratch_table)
-    first = reader.purge_expired(now_ms=NOW, max_rows=2)
-    assert (first.rows_scanned, first.cells_deleted, first.resume_after) == (2, 2, "p1")
-    left = [id for id in ids if segment_cells(scratch_table, id)]
-    assert left == ["p2", "p3", "p4"]
-    rest = reader.purge_expired(now_ms=NOW, after=first.resume_after)
-    assert (rest.rows_scanned, rest.cells_deleted, rest.resume_after) == (3, 3, None)
-    assert not any(segment_cells(scratch_table, id) for id in ids)
-
-
-def test_purge_sleeps_to_keep_under_the_row_rate(scratch_table):
-    for i in range(6):
-        profile_with_segments(scratch_table, f"p{i}", {"live": NOW + DAY}, {})
-    clock = [0.0]
-    sleeps: list[float] = []
-
-    def sleep(seconds: float) -> None:
-        sleeps.append(seconds)
-        clock[0] += seconds
-
-    report = scratch_reader(scratch_table).purge_expired(
-        now_ms=NOW, max_rows_per_second=2, sleep=sleep, clock=lambda: clock[0]
-    )
-    assert report.rows_scanned == 6 and report.cells_deleted == 0
-    assert report.rows_scanned / report.elapsed_s <= 2
-    assert sleeps == [1.0, 1.0, 1.0]  # pages of 2 rows; the last page finds the end
-
-
-class RacingTable:
-    """A table whose scan is followed at once by a compaction rewriting a cell it returned."""
-
-    def __init__(self, table: happybase.Table, key: bytes, cells: dict[bytes, bytes]) -> None:
-        self._table, self._key, self._cells = table, key, cells
-
-    def __getattr__(self, name: str):
-        return getattr(self._table, name)
-
-    def scan(self, **kwargs):
-        rows = list(self._table.scan(**kwargs))
-        time.sleep(0.005)  # the rewrite lands in a later millisecond, as any real one would
-        self._table.put(self._key, self._cells)
-        return iter(rows)
-
-
-def test_purge_keeps_a_fresh_expiry_written_between_its_read_and_its_delete(scratch_table):
-    profile_with_segments(scratch_table, "p1", {"sports": NOW - DAY, "news": NOW - DAY}, {})
-    fresh = {column(SEGMENTS, "sports"): encode_ms(NOW + DAY)}
-    racing = RacingTable(scratch_table, profile_key("p1"), fresh)
-    report = scratch_reader(racing).purge_expired(now_ms=NOW)
-    assert report.cells_deleted == 2
-    assert segment_cells(scratch_table, "p1") == fresh
 
 
 def test_an_unknown_key_type_is_an_error_naming_the_known_types(reader):
