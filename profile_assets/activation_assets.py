@@ -8,7 +8,7 @@ from dagster import AssetExecutionContext, MaterializeResult, MetadataValue, ass
 from dagster_pyspark import LazyPySparkResource
 from pyspark.sql import functions as F
 
-from profile_assets.automation import ORDER_ONLY_DEPS
+from profile_assets.automation_conditions import ORDER_ONLY_DEPS
 from profile_assets.partitions import daily_partitions
 from profile_store.audiences.activation import HITS_SCHEMA, ActivatedAudience, activation_hits
 from profile_store.audiences.engine import AudienceEngine

@@ -319,7 +319,7 @@ def demo_instance() -> DagsterInstance:
     not say "off" beside the running sensor."""
     from dagster import DagsterInstance
 
-    from sensors.automation import automation_tag_follows_the_sensor
+    from sensors.automation_sensor import automation_tag_follows_the_sensor
 
     home = os.environ.get("DAGSTER_HOME")
     instance = DagsterInstance.get() if home else DagsterInstance.ephemeral()
@@ -472,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
 
     _print("== Ad-tech profile platform: demo on embedded defaults ==")
     # Dagster, Spark and Great Expectations take seconds to import: the first line comes first.
-    from profile_assets.automation import WHOLE_DAY_RUN_TAGS
+    from profile_assets.automation_conditions import WHOLE_DAY_RUN_TAGS
     from profile_assets.definitions import defs
     from profile_assets.demo_progress import run_partition
     from profile_store.generator import generate_lake

@@ -9,7 +9,7 @@
   automation sensors (Dagster's default since 1.9) the switch is ignored: the sensors run the
   conditions. Left paused, the tag says "off" beside a running ``automation_sensor``; the
   switch is set to follow that sensor's default state instead
-  (``sensors.automation.automation_tag_follows_the_sensor``, which the demo calls too).
+  (``sensors.automation_sensor.automation_tag_follows_the_sensor``, which the demo calls too).
 - Dagster's first-run pop-up is off in the instance file (``nux: enabled: false`` in
   examples/dagster.local.yaml).
 """
@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """``dagster dev`` with ``argv`` (after the instance is prepared), in this process."""
     from dagster import DagsterInstance
 
-    from sensors.automation import automation_tag_follows_the_sensor
+    from sensors.automation_sensor import automation_tag_follows_the_sensor
 
     env = with_lake_start_date(os.environ)
     os.environ.update(env)

@@ -195,7 +195,7 @@ def _span(days: list[date]) -> str:
 def run(first: date, last: date | None, keep_going: bool = False) -> int:
     from dagster import DagsterInstance
 
-    from profile_assets.automation import WHOLE_DAY_RUN_TAGS
+    from profile_assets.automation_conditions import WHOLE_DAY_RUN_TAGS
     from profile_assets.definitions import defs
     from profile_assets.demo_progress import run_partition
     from profile_assets.partitions import daily_partitions

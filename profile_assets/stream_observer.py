@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 from dagster import DagsterInstance
 
-from profile_assets.event_stream import record_stream_health
+from profile_assets.event_stream_asset import record_stream_health
 from profile_store.realtime.stream_lag import StreamObservation, max_lag_from_env, observe_stream
 
 DEFAULT_INTERVAL_S = 5.0

@@ -31,7 +31,7 @@ from dagster import DagsterEventType, DagsterRunStatus, RunsFilter
 from dagster_services import EVERY_ASSET, PRODUCTION_INSTANCE, REPO, over_generated_lake
 from held_location import GATE_VARIABLE, OPEN
 
-from profile_assets.automation import WHOLE_DAY_RUN_TAGS
+from profile_assets.automation_conditions import WHOLE_DAY_RUN_TAGS
 
 DAYS = ["2026-11-01", "2026-11-02"]
 EVENTS_PER_DAY = 500

@@ -17,14 +17,14 @@ from dagster import (
     materialize,
 )
 
-from profile_assets.automation import WHOLE_DAY_RUN_TAGS
+from profile_assets.automation_conditions import WHOLE_DAY_RUN_TAGS
 from profile_assets.partitions import daily_partitions
 from profile_store.erasure.lake_rewrite import LANDING_REWRITES
 from profile_store.lake.landing_watch import complete_days
 from profile_store.lake.layout import day_dir
 from profile_store.lake.storage import LocalLakeStorage
 from resources.lake import LakeResource
-from sensors.landing import daily_pipeline, landing_sensor
+from sensors.landing_sensor import daily_pipeline, landing_sensor
 
 
 def land(root, day: str, part: int, mtime: float) -> None:

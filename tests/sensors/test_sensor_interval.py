@@ -34,8 +34,8 @@ def test_a_bad_value_is_an_error_naming_the_variable(value, words):
 
 def test_both_sensors_take_the_interval_of_the_environment_they_are_loaded_in():
     code = (
-        "from sensors.automation import automation_sensor as a;"
-        "from sensors.landing import landing_sensor as l;"
+        "from sensors.automation_sensor import automation_sensor as a;"
+        "from sensors.landing_sensor import landing_sensor as l;"
         "print(a.minimum_interval_seconds, l.minimum_interval_seconds)"
     )
     env = {**os.environ, "PROFILES_SENSOR_INTERVAL_SECONDS": "7"}

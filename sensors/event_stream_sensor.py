@@ -1,7 +1,7 @@
 """Observing the event stream: a sensor that reads Kafka's consumer lag and reports it.
 
 Every ``minimum_interval_seconds`` it records an observation of ``event_stream`` and the result
-of its lag check (``profile_assets/event_stream``), with the reports of the stream jobs whose
+of its lag check (``profile_assets/event_stream_asset``), with the reports of the stream jobs whose
 listeners ``PROFILES_STREAM_METRICS_URLS`` names; it launches no run. ``PROFILES_STREAM_MAX_LAG``
 is read when the code location loads, so a bad value stops the load with its name.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dagster import DefaultSensorStatus, SensorEvaluationContext, SensorResult, sensor
 
-from profile_assets.event_stream import stream_events
+from profile_assets.event_stream_asset import stream_events
 from profile_store.realtime.stream_lag import max_lag_from_env, observe_stream
 
 OBSERVE_INTERVAL_S = 60

@@ -2,7 +2,7 @@
 
 Kafka and its consumers (``profiles stream lake-sink``, the live profiles) are long-running
 services, not runs, so the stream is an external asset (``event_stream``) that no run
-materializes: ``sensors/event_stream`` observes it (each consumer group's lag and newest
+materializes: ``sensors/event_stream_sensor`` observes it (each consumer group's lag and newest
 processed event time, and what each stream job says of itself on its metrics listener) and
 reports the lag check with each observation; the check can also be run by hand. A process that
 runs the stream where no daemon ticks the sensor (the demo) records the same observations with

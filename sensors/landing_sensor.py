@@ -19,7 +19,7 @@ from dagster import (
     sensor,
 )
 
-from profile_assets.automation import WHOLE_DAY_RUN_TAGS
+from profile_assets.automation_conditions import WHOLE_DAY_RUN_TAGS
 from profile_assets.partitions import daily_partitions
 from profile_store.erasure.lake_rewrite import rewritten_landing_digest
 from profile_store.lake.landing_watch import changed_days, complete_days
