@@ -12,14 +12,16 @@ from profile_assets.compaction_assets import compacted_profiles
 from profile_assets.erasure_assets import erasure
 from profile_assets.event_stream_asset import consumer_lag_within_limit, event_stream
 from profile_assets.identity_assets import identity_components, identity_edges
+from profile_assets.jobs import daily_pipeline, erasure_job
 from profile_assets.profile_checks import profile_checks
 from profile_assets.raw_events import raw_events
 from profile_assets.raw_events_checks import raw_events_checks
+from profile_assets.schedules import daily_schedule, erasure_schedule
 from resources import resources_from_env
 from sensors.automation_sensor import automation_sensor
-from sensors.erasure_sensor import erasure_job, erasure_schedule, erasure_sensor
+from sensors.erasure_sensor import erasure_sensor
 from sensors.event_stream_sensor import event_stream_sensor
-from sensors.landing_sensor import daily_pipeline, daily_schedule, landing_sensor
+from sensors.landing_sensor import landing_sensor
 
 DAILY_ASSETS = [
     raw_events,

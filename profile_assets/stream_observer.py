@@ -14,8 +14,8 @@ from collections.abc import Mapping
 
 from dagster import DagsterInstance
 
-from profile_assets.event_stream_asset import record_stream_health
 from profile_store.realtime.stream_lag import StreamObservation, max_lag_from_env, observe_stream
+from sensors.event_stream_sensor import record_stream_health
 
 DEFAULT_INTERVAL_S = 5.0
 """The demo's stream runs for seconds, not the minutes between the sensor's ticks."""

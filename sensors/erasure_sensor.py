@@ -1,32 +1,22 @@
-"""Erasure requests are carried out as soon as they are recorded, and every night as a backstop."""
+"""Erasure requests are carried out as soon as they are recorded (``erasure_schedule`` in
+``profile_assets/schedules.py`` is the nightly backstop).
+
+The job (``profile_assets/jobs.py``) is named, not imported: the sensors sit below the assets.
+"""
 
 import hashlib
 
-from dagster import (
-    AssetSelection,
-    DefaultScheduleStatus,
-    DefaultSensorStatus,
-    RunRequest,
-    ScheduleDefinition,
-    SensorEvaluationContext,
-    SkipReason,
-    define_asset_job,
-    sensor,
-)
+from dagster import DefaultSensorStatus, RunRequest, SensorEvaluationContext, SkipReason, sensor
 
 from profile_store.erasure.requests import pending_requests
 from resources.lake import LakeResource
 from sensors.interval import sensor_interval_seconds
 
-erasure_job = define_asset_job(
-    "erasure_job",
-    selection=AssetSelection.assets("erasure"),
-    description="Carry out every pending erasure request (profiles forget, the admin API).",
-)
+ERASURE_JOB = "erasure_job"
 
 
 @sensor(
-    job=erasure_job,
+    job_name=ERASURE_JOB,
     minimum_interval_seconds=sensor_interval_seconds(),
     default_status=DefaultSensorStatus.RUNNING,
     description=(
@@ -44,12 +34,3 @@ def erasure_sensor(context: SensorEvaluationContext, lake: LakeResource):
         run_key=hashlib.sha1(ids.encode()).hexdigest()[:16],
         tags={"erasure/requests": str(len(requests))},
     )
-
-
-erasure_schedule = ScheduleDefinition(
-    job=erasure_job,
-    cron_schedule="0 2 * * *",
-    execution_timezone="UTC",
-    default_status=DefaultScheduleStatus.STOPPED,
-    description="Every day at 02:00 UTC, before the daily schedule: any request still pending.",
-)

@@ -1,42 +1,31 @@
-"""New landing data triggers exactly the affected day partitions; a daily schedule backs it up."""
+"""New landing data triggers exactly the affected day partitions of ``daily_pipeline``.
+
+The job (``profile_assets/jobs.py``) is named, not imported: the sensors sit below the assets.
+Its runs carry the job's whole-day tags (Dagster merges a job's tags into every run of it), and
+the days it has partitions for are read from the job the code location defines.
+"""
 
 import json
 
 from dagster import (
     AssetKey,
     AssetRecordsFilter,
-    AssetSelection,
     DagsterInstance,
     DagsterRunStatus,
-    DefaultScheduleStatus,
     DefaultSensorStatus,
     RunRequest,
     RunsFilter,
     SensorEvaluationContext,
     SkipReason,
-    build_schedule_from_partitioned_job,
-    define_asset_job,
     sensor,
 )
 
-from profile_assets.automation_conditions import WHOLE_DAY_RUN_TAGS
-from profile_assets.partitions import daily_partitions
 from profile_store.erasure.lake_rewrite import rewritten_landing_digest
 from profile_store.lake.landing_watch import changed_days, complete_days
 from resources.lake import LakeResource
 from sensors.interval import sensor_interval_seconds
 
-# Every run of the job is a whole day's run, however launched: the launchpad and a job backfill
-# (which send no tags of their own) as well as the sensor and the schedule below. Without the
-# job's tag, the automation sensor could read a launchpad run between two of its steps and
-# request the day's downstream assets again.
-daily_pipeline = define_asset_job(
-    "daily_pipeline",
-    selection=AssetSelection.all() - AssetSelection.groups("privacy"),
-    partitions_def=daily_partitions,
-    tags=WHOLE_DAY_RUN_TAGS,
-    description="Every daily asset and its checks for one UTC day.",
-)
+DAILY_JOB = "daily_pipeline"
 
 
 def already_ingested(instance: DagsterInstance, day: str, digest: str) -> bool:
@@ -82,14 +71,24 @@ def runs_in_progress_by_day(instance: DagsterInstance) -> dict[str, str]:
     days = {}
     for run in instance.get_runs(RunsFilter(statuses=IN_PROGRESS)):
         day = run.tags.get("dagster/partition")
-        ingests = run.job_name == daily_pipeline.name or RAW_EVENTS in (run.asset_selection or ())
+        ingests = run.job_name == DAILY_JOB or RAW_EVENTS in (run.asset_selection or ())
         if day and ingests:
             days[day] = run.run_id
     return days
 
 
+def partition_days(context: SensorEvaluationContext) -> set[str]:
+    """The days ``daily_pipeline`` has a partition for, in the definitions being evaluated."""
+    if context.repository_def is None:
+        raise ValueError("the landing sensor reads its job's partitions from its definitions")
+    partitions = context.repository_def.get_job(DAILY_JOB).partitions_def
+    if partitions is None:
+        raise ValueError(f"{DAILY_JOB} has no partitions: the landing sensor runs it by day")
+    return set(partitions.get_partition_keys())
+
+
 @sensor(
-    job=daily_pipeline,
+    job_name=DAILY_JOB,
     minimum_interval_seconds=sensor_interval_seconds(),
     default_status=DefaultSensorStatus.RUNNING,
     description=(
@@ -107,7 +106,7 @@ def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
     if not changed:
         yield SkipReason("no new complete landing files")
         return
-    valid = set(daily_partitions.get_partition_keys())
+    valid = partition_days(context)
     in_progress = runs_in_progress_by_day(context.instance)
     covered, waiting = [], []
     requested = False
@@ -132,11 +131,7 @@ def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
         yield RunRequest(
             run_key=f"{day.day}:{day.digest}",
             partition_key=day.day,
-            tags={
-                **WHOLE_DAY_RUN_TAGS,
-                "landing/files": str(day.files),
-                "landing/bytes": str(day.bytes),
-            },
+            tags={"landing/files": str(day.files), "landing/bytes": str(day.bytes)},
         )
     if covered:
         context.log.info(f"already ingested by another run, not run again: {', '.join(covered)}")
@@ -146,15 +141,3 @@ def landing_sensor(context: SensorEvaluationContext, lake: LakeResource):
         context.log.info(reason)
         if not requested:
             yield SkipReason(reason)
-
-
-daily_schedule = build_schedule_from_partitioned_job(
-    daily_pipeline,
-    hour_of_day=3,
-    tags=WHOLE_DAY_RUN_TAGS,
-    default_status=DefaultScheduleStatus.STOPPED,
-    description=(
-        "Yesterday's partition every day at 03:00 UTC, for lakes whose writers do not drop "
-        "_SUCCESS markers (the landing sensor covers those that do)."
-    ),
-)

@@ -23,10 +23,11 @@ from dagster import (
 
 from profile_assets.automation_conditions import WHOLE_DAY_RUN_TAGS
 from profile_assets.definitions import daily_assets, defs
+from profile_assets.jobs import daily_pipeline
+from profile_assets.schedules import daily_schedule
 from profile_store.generator.lake import generate_lake
 from resources import resources_from_env
 from sensors.automation_sensor import automation_sensor
-from sensors.landing_sensor import daily_pipeline, daily_schedule
 
 D1, D2 = "2026-11-01", "2026-11-02"
 DOWNSTREAM = {

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dagster import AssetCheckKey, AssetKey, DagsterInstance
 
-from profile_assets.event_stream_asset import EVENT_STREAM, LAG_CHECK
+from sensors.event_stream_sensor import EVENT_STREAM, LAG_CHECK
 
 
 def observations(instance: DagsterInstance) -> list[dict]:

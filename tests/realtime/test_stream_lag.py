@@ -15,14 +15,13 @@ from landing_files import drive, event_line
 from stream_observations import lag_check_results, observations
 from webserver_wait import free_port
 
-from profile_assets.event_stream_asset import stream_events
 from profile_assets.stream_observer import StreamObserver
 from profile_store.event_bus.producer import EventProducer
 from profile_store.realtime.consumer_probe import metrics_urls_from_env, probe_consumer
 from profile_store.realtime.event_keys import keyed_lines
 from profile_store.realtime.sink_metrics import ConsumerHealth, ConsumerMetrics
 from profile_store.realtime.stream_lag import max_lag_from_env, observe_stream
-from sensors.event_stream_sensor import build_event_stream_sensor
+from sensors.event_stream_sensor import build_event_stream_sensor, stream_events
 
 GROUP = "lag-test-group"
 

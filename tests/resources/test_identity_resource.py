@@ -43,7 +43,7 @@ SEEN_BY_EACH_PATH = """
 import json
 from dagster import build_resources
 from profile_assets.definitions import defs
-from sensors.landing_sensor import daily_schedule
+from profile_assets.schedules import daily_schedule
 
 def seen(job):
     with build_resources({"identity": job.resource_defs["identity"]}) as built:

@@ -1,9 +1,16 @@
-"""The landing sensor requests exactly the day partitions whose complete files changed."""
+"""The landing sensor requests exactly the day partitions whose complete files changed.
+
+Each tick is evaluated as the code location's sensor, with the definitions it is loaded in: the
+sensor reads the days ``daily_pipeline`` has partitions for from them. The last test ticks it as
+the daemon does, over the code location served by its own code server.
+"""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
+from pathlib import Path
 
 from dagster import (
     AssetKey,
@@ -11,20 +18,31 @@ from dagster import (
     DagsterRun,
     DagsterRunStatus,
     MaterializeResult,
+    RunsFilter,
     SkipReason,
     asset,
     build_sensor_context,
     materialize,
 )
+from dagster._core.test_utils import create_test_daemon_workspace_context, instance_for_test
+from dagster._core.workspace.load_target import ModuleTarget
+from dagster._daemon.sensor import execute_sensor_iteration
 
 from profile_assets.automation_conditions import WHOLE_DAY_RUN_TAGS
+from profile_assets.definitions import defs
 from profile_assets.partitions import daily_partitions
 from profile_store.erasure.lake_rewrite import LANDING_REWRITES
 from profile_store.lake.landing_watch import complete_days
 from profile_store.lake.layout import day_dir
 from profile_store.lake.storage import LocalLakeStorage
 from resources.lake import LakeResource
-from sensors.landing_sensor import daily_pipeline, landing_sensor
+from sensors.landing_sensor import DAILY_JOB, landing_sensor
+
+REPO = Path(__file__).resolve().parents[2]
+# Runs wait in the queue (no daemon dequeues them): the test reads them, nothing executes them.
+QUEUED_RUNS = {
+    "run_coordinator": {"module": "dagster._core.run_coordinator", "class": "QueuedRunCoordinator"}
+}
 
 
 def land(root, day: str, part: int, mtime: float) -> None:
@@ -45,7 +63,10 @@ def evaluate(root, cursor=None, instance=None):
         with DagsterInstance.ephemeral() as ephemeral:
             return evaluate(root, cursor, ephemeral)
     context = build_sensor_context(
-        instance=instance, cursor=cursor, resources={"lake": LakeResource(root=str(root))}
+        instance=instance,
+        cursor=cursor,
+        definitions=defs,
+        resources={"lake": LakeResource(root=str(root))},
     )
     result = list(landing_sensor(context) or [])
     return result, context.cursor
@@ -72,7 +93,7 @@ def run_of_the_day(
 ) -> DagsterRun:
     """A run record of ``day`` in ``status``, as the UI, a backfill or the sensor leaves it: of
     ``daily_pipeline``, or with ``assets`` of the asset graph's job materializing those."""
-    job_name = daily_pipeline.name if assets is None else "__ASSET_JOB"
+    job_name = DAILY_JOB if assets is None else "__ASSET_JOB"
     return instance.add_run(
         DagsterRun(
             job_name=job_name,
@@ -90,12 +111,6 @@ def test_each_new_complete_day_gets_one_run_request(tmp_path):
     requests, cursor = evaluate(tmp_path)
     assert [r.partition_key for r in requests] == ["2026-11-01", "2026-11-02"]
     assert set(json.loads(cursor)) == {"2026-11-01", "2026-11-02"}
-
-
-def test_its_runs_are_tagged_as_whole_day_runs(tmp_path):
-    land(tmp_path, "2026-11-01", 0, 100)
-    (request,) = evaluate(tmp_path)[0]
-    assert WHOLE_DAY_RUN_TAGS.items() <= request.tags.items()
 
 
 def test_files_seen_once_never_trigger_again(tmp_path):
@@ -224,3 +239,26 @@ def test_files_that_changed_while_a_run_ingested_the_day_are_run_after_it(tmp_pa
     assert isinstance(held[0], SkipReason)
     assert [r.partition_key for r in requests] == ["2026-11-01"]
     assert requests[0].run_key != f"2026-11-01:{read_by_the_run}"
+
+
+def test_a_run_the_daemon_launches_from_its_request_carries_the_whole_day_tags_of_the_job(
+    tmp_path, monkeypatch
+):
+    """The request names no whole-day tag: Dagster merges the job's tags into the run."""
+    land(tmp_path, "2026-11-01", 0, 100)
+    monkeypatch.setenv("PROFILES_LAKE_ROOT", str(tmp_path))
+    location = ModuleTarget(
+        module_name="profile_assets.definitions",
+        attribute=None,
+        working_directory=str(REPO),
+        location_name=None,
+    )
+    with (
+        instance_for_test(overrides=QUEUED_RUNS) as instance,
+        create_test_daemon_workspace_context(location, instance) as workspace,
+    ):
+        list(execute_sensor_iteration(workspace, logging.getLogger(__name__), None, None))
+        (run,) = instance.get_runs(RunsFilter(tags={"dagster/sensor_name": "landing_sensor"}))
+    assert run.job_name == DAILY_JOB
+    assert run.tags["dagster/partition"] == "2026-11-01"
+    assert WHOLE_DAY_RUN_TAGS.items() <= run.tags.items()
