@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DAGSTER_HOME := $(CURDIR)/.dagster_home
 
-.PHONY: demo test lint ui java hbase kafka spark-cluster clean
+.PHONY: demo test test-fast lint ui java hbase kafka spark-cluster clean
 
 java:
 	@command -v java >/dev/null 2>&1 || { echo "PySpark needs Java 17: install it first (Debian: apt-get install -y openjdk-17-jre-headless)"; exit 1; }
@@ -34,6 +34,13 @@ test: java lint
 	@command -v mvn >/dev/null 2>&1 || { echo "the conformance suite starts a real Apache HBase whose jars Maven resolves: install Maven first (Debian: apt-get install -y maven)"; exit 1; }
 	@command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || { echo "the production Dagster instance is tested on a PostgreSQL server the suite starts: install it first (Debian: apt-get install -y postgresql)"; exit 1; }
 	$(BIN)/pytest -n 2
+
+# The edit-test loop: lint, then the tests that start no JVM, browser, PostgreSQL, Dagster
+# webserver or daemon, or container (the markers tests/suite_tiers.py gives): no Java needed.
+# A test that starts one unmarked fails here, naming the marker it lacks.
+FAST_TESTS := not jvm and not browser and not postgres and not dagster_services and not container
+test-fast: lint
+	$(BIN)/pytest -n 2 -m "$(FAST_TESTS)"
 
 # `dagster dev` with partitions from the lake's first day (unless PROFILES_START_DATE is set)
 # and the job page's automation tag agreeing with the automation sensor (profile_assets/local_ui.py).

@@ -23,7 +23,8 @@ from suite_jvms import (
     spark_driver_options,
     start_building,
 )
-from system_requirements import chromium, missing
+from suite_tiers import Guard, deselected_kinds, launch_failure, mark_kinds
+from system_requirements import REQUIREMENTS, chromium, missing
 from xdist.scheduler import LoadScopeScheduling
 
 from profile_store.audiences.engine import AudienceEngine
@@ -65,9 +66,23 @@ SLOWEST_FIRST = (
 
 
 ARCHIVE_BUILD = pytest.StashKey[subprocess.Popen]()
+DESELECTED_KINDS = pytest.StashKey[set[str]]()
+GUARD = pytest.StashKey[Guard]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    """The kinds of test the run's ``-m`` deselects (``make test-fast``) are guarded against
+    (``suite_tiers``): pytest-xdist's controller makes the guard, its workers adopt it. Then the
+    Spark drivers' options, unless the run deselects the JVM tests."""
+    deselected = config.stash[DESELECTED_KINDS] = deselected_kinds(config.option.markexpr)
+    if deselected:
+        worker = hasattr(config, "workerinput")
+        config.stash[GUARD] = Guard.adopt() if worker else Guard.install(deselected)
+    if "jvm" not in deselected:
+        configure_spark_drivers(config)
+
+
+def configure_spark_drivers(config: pytest.Config) -> None:
     """Every Spark driver of the session (this process's, launched runs, ``profiles``
     subprocesses; spark-submit reads ``SPARK_SUBMIT_OPTS``) starts with the suite's options and
     class archive (``suite_jvms``), set here once, before pytest-xdist starts the workers, which
@@ -83,15 +98,19 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """The archive's build is waited for (a failed one fails ``tests/spark/test_suite_jvms.py``
-    with its output)."""
+    with its output); the controller's guard is removed."""
     build = config.stash.get(ARCHIVE_BUILD, None)
     if build is not None:
         build.wait()
+    guard = config.stash.get(GUARD, None)
+    if guard is not None and not hasattr(config, "workerinput"):
+        guard.remove()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
-    """A machine that lacks what the suite needs fails the run here, before any test."""
-    lacking = missing()
+    """A machine that lacks what the run's tests need fails the run here, before any test."""
+    deselected = session.config.stash[DESELECTED_KINDS]
+    lacking = missing(tuple(r for r in REQUIREMENTS if r.kind not in deselected))
     if lacking:
         pytest.exit("; ".join(lacking), returncode=pytest.ExitCode.USAGE_ERROR)
 
@@ -129,14 +148,31 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log) -> DirectoryScheduli
     return DirectoryScheduling(config, log)
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The slowest groups first (a stable sort: file order within each group)."""
+    """Each test marked with its kinds (``suite_tiers``); the slowest groups first (a stable
+    sort: file order within each group)."""
+    mark_kinds(items)
 
     def rank(item: pytest.Item) -> int:
         group = distribution_group(item.nodeid)
         return SLOWEST_FIRST.index(group) if group in SLOWEST_FIRST else len(SLOWEST_FIRST)
 
     items.sort(key=rank)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> pytest.TestReport:
+    """A test (its setup, call or teardown) that started a command of a kind the run deselects
+    fails, saying which marker it lacks."""
+    report = yield
+    guard = item.config.stash.get(GUARD, None)
+    launches = guard.new_launches() if guard is not None else []
+    if launches:
+        report.outcome = "failed"
+        earlier = f"\n\n{report.longrepr}" if report.longrepr else ""
+        report.longrepr = launch_failure(launches) + earlier
+    return report
 
 
 @pytest.fixture(scope="session")

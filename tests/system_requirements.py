@@ -48,6 +48,8 @@ class Requirement:
     needed_by: str
     install: str
     present: Callable[[], object]
+    kind: str | None = None
+    """The kind of test that needs it (``suite_tiers``); None: every test."""
 
     def message(self) -> str:
         return f"the test suite needs {self.what} ({self.needed_by}): {self.install}"
@@ -59,36 +61,42 @@ REQUIREMENTS = (
         "PySpark and Apache HBase run on it",
         "install it first (Debian: apt-get install -y openjdk-17-jre-headless)",
         lambda: shutil.which("java"),
+        "jvm",
     ),
     Requirement(
         "Maven",
         "it resolves the jars of Apache HBase and of Spark's S3A connector",
         "install it first (Debian: apt-get install -y maven)",
         lambda: shutil.which("mvn"),
+        "jvm",
     ),
     Requirement(
         "chromium",
         "the page tests drive it",
         "install it first (Debian: apt-get install -y chromium)",
         chromium,
+        "browser",
     ),
     Requirement(
         "PostgreSQL's server (initdb, pg_ctl)",
         "the production Dagster instance is tested on it",
         "install it first (Debian: apt-get install -y postgresql)",
         postgres_bindir,
+        "postgres",
     ),
     Requirement(
         "npm",
         "the accessibility test installs axe-core with it",
         "install it first (Debian: apt-get install -y npm)",
         lambda: shutil.which("npm"),
+        "browser",
     ),
     Requirement(
         "podman, runc and debootstrap",
         "the image tests build the repository's Dockerfile and run its roles",
         "install them first (Debian: apt-get install -y podman runc debootstrap)",
         lambda: all(shutil.which(tool) for tool in ("podman", "runc", "debootstrap")),
+        "container",
     ),
     Requirement(
         "the project's current entry points",

@@ -34,6 +34,9 @@ from resources.hbase import HBaseResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
 
+# Every test reads days the pipeline built on Spark (the module's fixtures materialize them).
+pytestmark = pytest.mark.jvm
+
 DAYS = ("2026-11-01", "2026-11-02")
 USERS = 12_000
 COLORS = ("red", "blue", "green", "black", "white")

@@ -121,6 +121,7 @@ def test_a_run_that_failed_before_any_step_is_a_failed_day():
     assert failure.failures() == "the run failed before any step (see its logs)"
 
 
+@pytest.mark.jvm
 def test_a_real_range_whose_first_day_fails_names_the_failed_step_and_the_unrun_day(tmp_path):
     not_a_lake = tmp_path / "not-a-lake"
     not_a_lake.write_text("a file where the lake's directory should be")

@@ -103,6 +103,7 @@ def test_a_broker_restarted_while_clients_keep_reconnecting_starts_on_its_port(k
     assert read_values(address, bus.topic, 1) == [b"after the restart"]
 
 
+@pytest.mark.jvm
 def test_profiles_kafka_runs_a_broker_until_interrupted_and_prints_its_address(tmp_path):
     command = [sys.executable, "-m", "profile_store.cli", "kafka", "--data-dir", str(tmp_path)]
     process, output = start_until_ready([*command, "--port", "0"])

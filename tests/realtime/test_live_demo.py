@@ -320,6 +320,7 @@ def demo_section(tmp_path_factory) -> DemoSection:
     return DemoSection(shown, printed.getvalue(), root, lake, home)
 
 
+@pytest.mark.jvm
 def test_the_demo_section_starts_kafka_shows_the_purchase_from_another_id_and_cleans_up(
     demo_section,
 ):
@@ -331,6 +332,7 @@ def test_the_demo_section_starts_kafka_shows_the_purchase_from_another_id_and_cl
     assert not list(demo_section.root.glob("live-demo-*"))  # Kafka's data and the logs
 
 
+@pytest.mark.jvm
 def test_the_demo_section_records_the_streams_health_in_the_demos_instance(demo_section):
     with DagsterInstance.from_config(str(demo_section.home)) as instance:
         recorded = observations(instance)
@@ -366,6 +368,8 @@ query ($job: PipelineSelector!, $sensor: SensorSelector!) {
 """
 
 
+@pytest.mark.jvm
+@pytest.mark.dagster_services
 def test_the_ui_on_the_demos_instance_lists_the_observations_and_says_auto_materialize_on(
     demo_section,
 ):

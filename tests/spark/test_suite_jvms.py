@@ -34,6 +34,7 @@ def test_the_sessions_driver_runs_without_code_generation(spark):
     assert settings == TINY_DATA_SPARK_SETTINGS
 
 
+@pytest.mark.jvm
 def test_a_driver_started_as_the_pipeline_starts_one_maps_the_class_archive(tmp_path):
     archive = re.search(r"-XX:SharedArchiveFile=(\S+)", os.environ["SPARK_SUBMIT_OPTS"])
     assert archive, os.environ["SPARK_SUBMIT_OPTS"]
