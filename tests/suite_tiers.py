@@ -50,7 +50,6 @@ and the kinds of what it starts."""
 DIRECTORY_KINDS = {
     "real_spark": ("jvm",),
     "conformance": ("jvm",),
-    "launchers": ("jvm",),
 }
 """A directory under ``tests/`` whose every test is of these kinds."""
 

@@ -8,6 +8,7 @@ import socket
 from pathlib import Path
 
 import happybase
+import pytest
 from reconnecting_clients import reconnecting_clients
 
 from profile_store.launchers.apache_hbase import ApacheHBase, temporary_hbase
@@ -39,6 +40,7 @@ def test_the_ephemeral_range_is_the_kernels():
     assert ephemeral_port_range() == (low, high)
 
 
+@pytest.mark.jvm
 def test_apache_hbase_restarted_while_clients_keep_reconnecting_starts_on_its_thrift_port():
     low, high = ephemeral_port_range()
     with temporary_hbase() as hbase:
