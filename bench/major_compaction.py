@@ -6,7 +6,7 @@ sketches are) and a small one, loaded through the pending log; then timed:
 
 1. the day rebuilt: every row rewritten at a later timestamp (the old versions stay until a
    compaction) and 10% of the rows deleted, as an erasure's rebuild does;
-2. ``majorCompact`` (``compaction.major_compact``), in its two parts: the compaction (old
+2. ``majorCompact`` (``major_compaction.major_compact``), in its two parts: the compaction (old
    versions and markers dropped, free pages returned, the store's WAL truncated), then the
    purge (applied batches out of the pending log, both files rebuilt by ``VACUUM``, both WALs
    truncated).
@@ -34,7 +34,7 @@ sys.path.insert(0, str(HERE.parent))
 
 from hbase_gateway import machine  # noqa: E402  (bench/hbase_gateway.py)
 
-from profile_store.hbase_gateway.compaction import major_compact  # noqa: E402
+from profile_store.hbase_gateway.major_compaction import major_compact  # noqa: E402
 from profile_store.hbase_gateway.schema import FamilyDescriptor  # noqa: E402
 from profile_store.hbase_gateway.store import Store  # noqa: E402
 

@@ -10,10 +10,10 @@ it has been quiet for ``quiet_s`` (a daily run writes a table in one burst; comp
 middle of it rewrites the rows the burst is about to replace and takes the store's one write
 lock from it), unless the burst has already written ``FORCE_AFTER`` times the amount due, so a
 table written without pause is still compacted, paced (``PACED_SHARE`` of a core at most) so
-that its writers and readers are never stalled for a whole pass. ``Store.compact`` works in row
-chunks of short transactions, so readers (WAL) are never blocked and writers wait at most one
-chunk.
-Delete markers stay until a major compaction (``majorCompact`` through Thrift), as in HBase.
+that its writers and readers are never stalled for a whole pass. The pass itself (``reclaim.py``)
+works in row chunks of short transactions, so readers (WAL) are never blocked and writers wait at
+most one chunk. Delete markers stay until a major compaction (``major_compaction.py``), as in
+HBase.
 The counts survive restarts (the store's ``meta`` table), and a gateway's first pass runs at
 start, so gateways that live for one Dagster run each still keep their store compacted.
 
@@ -31,12 +31,9 @@ import threading
 import time
 from collections.abc import Callable
 
-from .errors import GatewayIOError, show_bytes
 from .store import Store
 
 logger = logging.getLogger(__name__)
-
-MAJOR_WAL_ATTEMPTS = 1500  # tries 20 ms apart (30 s) to truncate a WAL another process reads
 
 DEFAULT_AFTER_CELLS = 10_000
 DEFAULT_INTERVAL_S = 5.0
@@ -153,30 +150,3 @@ class BackgroundCompactor:
                 logger.exception(
                     "background compaction failed; retrying in %.0f s", self.interval_s
                 )
-
-
-def major_compact(store: Store, name: bytes, wal_attempts: int = MAJOR_WAL_ATTEMPTS) -> None:
-    """HBase's major compaction, finished when it returns, and leaving no copy of what reads no
-    longer see in the gateway's files.
-
-    HBase rewrites a table's store files without the deleted and overwritten cells and the delete
-    markers, so the old files, and with them every copy, are gone afterwards (asynchronously).
-    Here: versions beyond ``max_versions``, expired cells and every delete marker of the table
-    are dropped, every applied batch leaves the pending log, both SQLite files are rebuilt from
-    their live rows (``Store.purge``: ``VACUUM``, which leaves no byte of deleted content in
-    free pages or in the unused parts of live pages, for every table of the store), and both
-    WALs are checkpointed and truncated to nothing. An ``IOError`` if another process kept a
-    WAL busy for ``wal_attempts`` tries, 20 ms apart: the compaction itself is done, the copies
-    in the WAL remain until the next checkpoint, and the caller knows it.
-
-    Deletes between two major compactions leave their bytes in the file, as HBase's store files
-    keep them until one (``secure_delete`` is off: zeroing each delete did not suffice, see
-    ``Store.purge``, and cost the background compactions about a tenth more).
-    """
-    store.compact(name, major=True)
-    if not store.purge(wal_attempts):
-        raise GatewayIOError(
-            f"IOException: major compaction of {show_bytes(name)} done, but a write-ahead log "
-            "stayed busy (another process reading an old snapshot); its copies remain until "
-            "the next checkpoint"
-        )

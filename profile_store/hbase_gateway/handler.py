@@ -16,7 +16,6 @@ import threading
 from collections.abc import Sequence
 from operator import attrgetter
 
-from .compaction import major_compact
 from .errors import (
     GatewayError,
     GatewayIllegalArgument,
@@ -26,9 +25,11 @@ from .errors import (
     show_bytes,
 )
 from .idl import GATEWAY_CLUSTER_ID_PREFIX, load_additions, load_idl
+from .major_compaction import major_compact
 from .scanner import Scanner, ScannerRegistry, ScanSpec
 from .schema import FOREVER, LATEST_TIMESTAMP, FamilyDescriptor, StoredCell, TableInfo
-from .store import RowCells, Store
+from .store import Store
+from .visible_cells import RowCells
 from .wire import EncodedRows, encode_row
 
 _IDL = load_idl()

@@ -17,7 +17,8 @@ from typing import Any
 
 from .errors import GatewayIllegalArgument, GatewayInternalError, GatewayIOError
 from .schema import StoredCell, TableInfo
-from .store import Bound, RowCells, Store, finish_cells, group_rows, now_ms
+from .store import Bound, Store, now_ms
+from .visible_cells import RowCells, finish_cells, group_rows
 from .wire import encode_newest_rows, encode_row
 
 _MIN_CHUNK_CELLS = 256

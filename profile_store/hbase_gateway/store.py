@@ -5,9 +5,7 @@ One SQLite file under the data directory holds the catalog and, per HBase table,
 
 * ``cells_<id>(row, fam, qual, ts, value)``, primary key ``(row, fam, qual, ts DESC)``, so a get
   is one index seek and a scan is one range walk in exactly HBase's cell order;
-* ``markers_<id>(row, fam, kind, qual, ts)``: delete markers. A delete physically removes the
-  versions it covers at once and leaves a marker that masks later puts of older timestamps until
-  a major compaction drops it, which is HBase's visible behaviour.
+* ``markers_<id>(row, fam, kind, qual, ts)``: delete markers (``delete_markers.py``).
 
 Every write call is one ``BEGIN IMMEDIATE`` transaction, committed before the call returns (a
 large ``mutateRows`` batch is committed to the pending log instead and applied later, see
@@ -18,24 +16,24 @@ pool of autocommit connections, each statement on its own WAL snapshot, so a row
 statement is never torn. Several processes may open the same directory: the catalog
 (``catalog.py``) carries a generation number that every write transaction checks, and readers
 reload on a miss. What a write call changes is planned before anything is written
-(``mutation_plans.py``).
+(``mutation_plans.py``); what reads no longer see, compactions reclaim (``reclaim.py``,
+``major_compaction.py``).
 """
 
 from __future__ import annotations
 
 import contextlib
-import logging
 import sqlite3
 import struct
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from itertools import groupby
-from operator import itemgetter
 from pathlib import Path
 
 from .catalog import CATALOG_DDL, Catalog, CatalogSignal
+from .checkpointer import BackgroundCheckpointer
 from .data_dir import DB_FILE
+from .delete_markers import Delete, apply_deletes, apply_puts
 from .errors import (
     GatewayInternalError,
     GatewayIOError,
@@ -52,6 +50,7 @@ from .mutation_plans import (
     write_timestamp,
 )
 from .pending import PendingLog, decode_batch, truncate_wal
+from .reclaim import reclaim
 from .schema import (
     LATEST_TIMESTAMP,
     ColumnSelection,
@@ -66,16 +65,13 @@ from .schema import (
 )
 from .store_format import FORMAT_DDL, StoreFormatError, check_format
 from .store_lock import hold_shared, release
+from .visible_cells import RowCells, finish_cells, group_rows
 
 Bound = tuple[bytes, bool]
 """A scan boundary: ``(row key, inclusive)``."""
-RowCells = tuple[bytes, list[StoredCell]]
 
 _I64 = struct.Struct(">q")
-_FAMILY_MARKER, _COLUMN_MARKER = 0, 1
 _IN_CHUNK = 500  # row keys per ``IN (...)`` lookup
-_COMPACTION_ROWS = 2000  # rows per compaction transaction, so writers are never stalled long
-_CHECKPOINT_PAUSE_S = 0.2  # at most this often the background checkpointer copies the WAL
 # The writer checkpoints by itself only past this many WAL pages (SQLite's default is 1,000),
 # i.e. when the background checkpointer could not keep up: the WAL stays bounded.
 _WRITER_AUTOCHECKPOINT_PAGES = 10_000
@@ -83,9 +79,6 @@ _WRITER_AUTOCHECKPOINT_PAGES = 10_000
 # log (see pending.py); smaller ones cost less written directly.
 DEFERRED_BATCH_MUTATIONS = 1_000
 _MAX_PENDING_BATCHES = 4  # past this backlog a deferring call applies the backlog first
-
-logger = logging.getLogger(__name__)
-_row_of = itemgetter(0)
 
 
 def now_ms() -> int:
@@ -97,63 +90,22 @@ def to_i64(value: int) -> int:
     return (value + 2**63) % 2**64 - 2**63
 
 
-def finish_cells(
-    cells: Sequence[StoredCell],
-    floors: tuple[int | None, ...] | None,
-    limits: tuple[int, ...] | None,
-) -> list[StoredCell]:
-    """Drop TTL-expired cells (``floors``) and versions beyond ``limits`` per column.
-
-    ``cells`` are one row's, in HBase order (family, qualifier, newest first).
-    """
-    out: list[StoredCell] = []
-    prev_fam = -1
-    prev_qual = b""
-    seen = 0
-    for cell in cells:
-        fam = cell[1]
-        if floors is not None:
-            floor = floors[fam]
-            if floor is not None and cell[3] < floor:
-                continue
-        if limits is not None:
-            if fam == prev_fam and cell[2] == prev_qual:
-                seen += 1
-                if seen > limits[fam]:
-                    continue
-            else:
-                prev_fam, prev_qual, seen = fam, cell[2], 1
-        out.append(cell)
-    return out
-
-
-def group_rows(cells: list[StoredCell], reverse: bool = False) -> list[RowCells]:
-    """Group consecutive cells by row; reverse-scan rows get their cells back in HBase order."""
-    rows = [(row, list(group)) for row, group in groupby(cells, _row_of)]
-    if reverse:
-        for _, row_cells in rows:
-            row_cells.reverse()
-    return rows
-
-
 class TableWrite:
     """Cells put and deleted in one of the store's write transactions, as HBase applies a put
     (masked by later delete markers) and a column or family delete (removing the versions it
     covers and leaving a marker)."""
 
-    def __init__(self, conn: sqlite3.Connection, info: TableInfo, store: Store) -> None:
+    def __init__(self, conn: sqlite3.Connection, info: TableInfo) -> None:
         self.conn = conn
         self.info = info
         self.cells = 0
-        self._store = store
 
     def put(self, cells: list[StoredCell]) -> None:
-        self._store._apply_puts(self.conn, self.info, cells)
+        apply_puts(self.conn, self.info, cells)
         self.cells += len(cells)
 
-    def delete(self, deletes: list[tuple[bytes, int, bytes | None, int]]) -> None:
-        """``(row, family id, qualifier or None for the family, timestamp)``."""
-        self._store._apply_deletes(self.conn, self.info, deletes)
+    def delete(self, deletes: list[Delete]) -> None:
+        apply_deletes(self.conn, self.info, deletes)
         self.cells += len(deletes)
 
 
@@ -179,7 +131,7 @@ class Store:
         self._readers: list[sqlite3.Connection] = []
         self._all_connections: list[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
-        self.catalog = Catalog(self._reader, catalog_signal)
+        self.catalog = Catalog(self.reader, catalog_signal)
         self._closed = False
         self._deferred_batch_mutations = deferred_batch_mutations
         self._clock = clock
@@ -201,16 +153,7 @@ class Store:
             self._writer.executescript("BEGIN IMMEDIATE;" + CATALOG_DDL + FORMAT_DDL + "COMMIT;")
             self.catalog.load(self._writer)
             self._pending.recover(self._meta("applied_seq"))
-        self._checkpoint_due = threading.Event()
-        self._checkpoint_lock = threading.Lock()  # SQLite runs one checkpoint at a time
-        self._closing = threading.Event()
-        self._checkpointer = threading.Thread(
-            target=self._checkpoint_in_background,
-            args=(self._connect(),),
-            name="hbase-gateway-checkpointer",
-            daemon=True,
-        )
-        self._checkpointer.start()
+        self._checkpointer = BackgroundCheckpointer(self._connect())
 
     # -- connections ---------------------------------------------------------------------------
 
@@ -256,7 +199,7 @@ class Store:
             self._readers.append(conn)
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
+    def write_transaction(self) -> Iterator[sqlite3.Connection]:
         """One serialized write transaction, with a catalog that is current inside it, after
         every batch acknowledged before it (applied first, in the same transaction)."""
         with self._transaction(stamped=False) as (conn, _):
@@ -264,7 +207,7 @@ class Store:
 
     @contextlib.contextmanager
     def _stamped_write(self) -> Iterator[tuple[sqlite3.Connection, int]]:
-        """``_write`` with the server clock read once for it, for the writes it stamps.
+        """``write_transaction`` with the server clock read once for it, for the writes it stamps.
 
         Read before anything pending is looked for, or else in the pending log's lock, after
         the batches applied first read theirs (``PendingLog.settled``): timestamps then follow
@@ -296,7 +239,7 @@ class Store:
             conn.execute("COMMIT")
             if applied is not None:
                 self._pending.publish_applied(applied)
-            self._checkpoint_due.set()
+            self._checkpointer.due()
 
     def pending_behind(self) -> bool:
         """Whether an acknowledged batch may still wait in the pending log."""
@@ -304,7 +247,7 @@ class Store:
 
     def apply_pending(self) -> None:
         """Move every acknowledged batch from the pending log into the cells tables."""
-        with self._write():
+        with self.write_transaction():
             pass
 
     def _apply_pending_batches(
@@ -326,66 +269,41 @@ class Store:
             info = tables.get(table_id)
             if info is not None:
                 puts, deletes = decode_batch(payload)
-                self._apply_puts(conn, info, puts)
-                self._apply_deletes(conn, info, deletes)
+                apply_puts(conn, info, puts)
+                apply_deletes(conn, info, deletes)
                 self._count_written(conn, info, len(puts) + len(deletes))
             applied = seq
         conn.execute("UPDATE meta SET value = ? WHERE key = 'applied_seq'", (applied,))
         return applied, now
-
-    def _checkpoint_in_background(self, conn: sqlite3.Connection) -> None:
-        """Copy committed WAL frames into the database file after writes, on this thread.
-
-        With SQLite's default the committing writer checkpoints every 1,000 WAL pages itself,
-        syncing the WAL and the database file while the client waits. A ``PASSIVE`` checkpoint
-        on another connection runs alongside readers and writers, mostly while the client
-        prepares its next call; durability is unchanged (a commit is in the WAL either way).
-        """
-        while True:
-            self._checkpoint_due.wait()
-            if self._closing.is_set():
-                return
-            self._checkpoint_due.clear()
-            try:
-                with self._checkpoint_lock:
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            except sqlite3.Error:
-                logger.exception("background WAL checkpoint failed; the writer's own one remains")
-            if self._closing.wait(_CHECKPOINT_PAUSE_S):
-                return
 
     def checkpoint(self, attempts: int = 50) -> bool:
         """Copy the whole WAL into the database file and truncate it; False if another process
         kept it busy (a checkpoint of its own, a reader on an old snapshot) for ``attempts``
         tries 20 ms apart (about a second by default).
         """
-        with self._write_lock, self._checkpoint_lock:
+        with self._write_lock, self._checkpointer.lock:
             return truncate_wal(self._writer, attempts)
 
-    def purge(self, attempts: int = 50) -> bool:
-        """Leave no byte of deleted or overwritten content in any file of the store: apply
-        what is pending, drop every applied batch from the pending log and rebuild it
-        (``PendingLog.purge_applied``), then rebuild the database file (``VACUUM``) and
-        truncate its WAL. False if another process kept a WAL busy for ``attempts`` tries 20 ms
-        apart (the rebuilt file is then written, but the WAL still holds the old pages).
-
-        Zeroing deleted cells (``secure_delete``) is not enough: SQLite rebalancing a page
-        leaves bytes of cells that were there in its unused part, which a later delete does not
-        reach (a sketch hash was found so after a major compaction). ``VACUUM`` copies the live
-        rows into a new database and writes every page of the file from it, so only live
-        content remains; it needs free space for one copy of the store, in the temporary
-        directory (``SQLITE_TMPDIR``, else ``/var/tmp`` or ``/tmp``), never in memory.
-        Writers of every table wait while it runs (seconds per hundred MB).
-        """
+    def drop_applied_batches(self, attempts: int) -> bool:
+        """Apply what is pending, then rebuild the pending log without its applied batches
+        (``PendingLog.purge_applied``); False if its WAL stayed busy for ``attempts`` tries."""
         self.apply_pending()
-        if not self._pending.purge_applied(attempts):
-            return False
+        return self._pending.purge_applied(attempts)
+
+    def vacuum(self) -> None:
+        """Rebuild the database file from its live rows (``VACUUM``, see ``major_compaction``);
+        writers of every table wait while it runs."""
         with self._write_lock:
             # A bulk load sets temp_store=MEMORY on this connection; VACUUM's copy of the whole
             # store belongs in a file.
             self._writer.execute("PRAGMA temp_store = FILE")
             self._writer.execute("VACUUM")
-        return self.checkpoint(attempts)
+
+    def release_free_pages(self) -> None:
+        """Give the pages deletes freed back to the file system (``PRAGMA incremental_vacuum``,
+        to completion)."""
+        with self._write_lock:
+            self._writer.executescript("PRAGMA incremental_vacuum;")
 
     def close(self) -> None:
         """Checkpoint the WAL into the database file and close every connection."""
@@ -395,9 +313,7 @@ class Store:
             with contextlib.suppress(sqlite3.Error, GatewayIOError):
                 self.apply_pending()  # a store closed gracefully holds everything it acknowledged
             self._closed = True
-            self._closing.set()
-            self._checkpoint_due.set()
-            self._checkpointer.join()
+            self._checkpointer.stop()
             with contextlib.suppress(sqlite3.Error):
                 self.checkpoint()
             with self._connections_lock:
@@ -409,7 +325,7 @@ class Store:
             release(self._lock_fd)
 
     @contextlib.contextmanager
-    def _reader(self) -> Iterator[sqlite3.Connection]:
+    def reader(self) -> Iterator[sqlite3.Connection]:
         """A pooled read connection (``_query`` inlines this: it is the hot path)."""
         try:
             conn = self._readers.pop()
@@ -439,18 +355,17 @@ class Store:
                 "DoNotRetryIOException: Table should have at least one column family."
             )
         ordered = sorted_families(families)
-        with self._write() as conn:
+        with self.write_transaction() as conn:
             return self.catalog.create(conn, name, ordered, now_ms())
 
     def delete_table(self, name: bytes) -> None:
-        with self._write() as conn:
+        with self.write_transaction() as conn:
             self.catalog.drop(conn, name)
-        with self._write_lock:
-            self._writer.executescript("PRAGMA incremental_vacuum;")  # runs to completion
+        self.release_free_pages()
 
     def set_enabled(self, name: bytes, enabled: bool) -> None:
         """Enable or disable; like HBase, repeating the current state is an error."""
-        with self._write() as conn:
+        with self.write_transaction() as conn:
             self.catalog.set_enabled(conn, name, enabled)
 
     def written_since_compaction(self, name: bytes) -> int:
@@ -475,101 +390,28 @@ class Store:
         info = self.table(name)
         return self._query(info, f"SELECT count(*) FROM {info.cells_table}", ())[0][0]
 
+    def compaction_started(self, info: TableInfo) -> None:
+        """Count ``info``'s writes from zero again (``written_since_compaction``)."""
+        with self.write_transaction() as conn:
+            conn.execute("DELETE FROM meta WHERE key = ?", (f"written:{info.table_id}",))
+
+    def compaction_ended(self, info: TableInfo, stored: int) -> None:
+        """Remember the cells ``info`` stored after its compaction (``stored_after_compaction``)."""
+        with self.write_transaction() as conn:
+            conn.execute(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                (f"stored_after:{info.table_id}", stored),
+            )
+
     def compact(
         self,
         name: bytes,
         major: bool,
         between_chunks: Callable[[float], bool] | None = None,
     ) -> bool:
-        """Reclaim excess versions and TTL-expired cells; a major compaction also drops markers.
-
-        The table is processed in row chunks. What a chunk can reclaim is looked for on a
-        reader, without the write lock: a version beyond its family's ``max_versions`` or past
-        its TTL stays so (a delete that removes a newer version removes it too), so the write
-        transaction only deletes those cells, by key or, in one-version families, every version
-        of a column older than its newest at once. Writers, in this process or another, wait
-        for those deletes only, never for the scans.
-
-        ``between_chunks(seconds the chunk took)`` runs after each chunk (the background
-        compactor paces itself there); when it returns False the compaction stops at once and
-        this returns False (what it did not reach waits for the next one).
-        """
-        info = self.table(name)
-        with self._write() as conn:
-            conn.execute("DELETE FROM meta WHERE key = ?", (f"written:{info.table_id}",))
-        after: bytes | None = None
-        reclaimed = 0
-        single, other = _compaction_families(info)
-        chunk_started = time.monotonic()
-        while True:
-            if after is not None and between_chunks is not None:
-                if not between_chunks(time.monotonic() - chunk_started):
-                    return False
-                chunk_started = time.monotonic()
-            rows = self._read_for_compaction(
-                info,
-                f"SELECT DISTINCT row FROM {info.cells_table}"
-                + ("" if after is None else " WHERE row > ?")
-                + f" ORDER BY row LIMIT {_COMPACTION_ROWS}",
-                () if after is None else (after,),
-            )
-            if not rows:
-                break
-            low, high = rows[0][0], rows[-1][0]
-            after = high
-            newest: list = []
-            stale: list = []
-            if single:
-                newest = self._read_for_compaction(
-                    info, *_overwritten_columns(info, single, low, high)
-                )
-            if other:
-                stale = self._read_for_compaction(
-                    info, *_reclaimable_cells(info, other, low, high, now_ms())
-                )
-            if not newest and not stale:
-                continue
-            with self._write() as conn:
-                current = self.catalog.cached(name)
-                if current is None or current.table_id != info.table_id:
-                    raise table_not_found(name)
-                reclaimed += conn.executemany(
-                    f"DELETE FROM {info.cells_table} "
-                    "WHERE row = ? AND fam = ? AND qual = ? AND ts < ?",
-                    newest,
-                ).rowcount
-                reclaimed += conn.executemany(
-                    f"DELETE FROM {info.cells_table} "
-                    "WHERE row = ? AND fam = ? AND qual = ? AND ts = ?",
-                    stale,
-                ).rowcount
-        stored = self.stored_cells(name)  # counted on a reader: writers go on meanwhile
-        with self._write() as conn:
-            conn.execute(
-                "INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                (f"stored_after:{info.table_id}", stored),
-            )
-        if major:
-            with self._write() as conn:
-                conn.execute(f"DELETE FROM {info.markers_table}")
-            with self._write_lock:
-                self._writer.executescript("PRAGMA incremental_vacuum;")  # runs to completion
-                self.checkpoint()
-        if self.on_compacted is not None:
-            self.on_compacted(major, reclaimed)
-        return True
-
-    def _read_for_compaction(self, info: TableInfo, sql: str, params: Sequence[object]) -> list:
-        """One statement on a pooled reader, as it is (nothing pending applied first: what a
-        compaction misses of a batch not yet applied, the next one reclaims)."""
-        try:
-            with self._reader() as conn:
-                return conn.execute(sql, params).fetchall()
-        except sqlite3.OperationalError as exc:
-            if "no such table" in str(exc):  # dropped meanwhile, by this process or another
-                self.catalog.reload()
-                raise table_not_found(info.name) from exc
-            raise
+        """Reclaim excess versions and TTL-expired cells; a major compaction also drops markers
+        (``reclaim.py``). False if ``between_chunks`` stopped it."""
+        return reclaim(self, name, major, between_chunks)
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -749,11 +591,11 @@ class Store:
             info = self.catalog.writable(name)
             puts, deletes = plan_mutations(info, batches, ts)
             if deletes_first:
-                self._apply_deletes(conn, info, deletes)
-                self._apply_puts(conn, info, puts)
+                apply_deletes(conn, info, deletes)
+                apply_puts(conn, info, puts)
             else:
-                self._apply_puts(conn, info, puts)
-                self._apply_deletes(conn, info, deletes)
+                apply_puts(conn, info, puts)
+                apply_deletes(conn, info, deletes)
             self._count_written(conn, info, len(puts) + len(deletes))
 
     def mutate_batch(
@@ -778,8 +620,8 @@ class Store:
                 info = self._batch_table(name, batches)
                 ts = write_timestamp(timestamp, now)
                 puts, deletes, failed = plan_batch_writes(info, batches, ts)
-                self._apply_puts(conn, info, puts)
-                self._apply_deletes(conn, info, deletes)
+                apply_puts(conn, info, puts)
+                apply_deletes(conn, info, deletes)
                 self._count_written(conn, info, len(puts) + len(deletes))
         if failed:
             raise retries_exhausted(len(failed), failed[0])
@@ -820,8 +662,8 @@ class Store:
     def table_write(self, name: bytes) -> Iterator[TableWrite]:
         """One write transaction on table ``name`` for a writer outside the Thrift handler (a
         bulk load, ``bulk_load.py``): after every acknowledged batch, committed on exit."""
-        with self._write() as conn:
-            write = TableWrite(conn, self.catalog.writable(name), self)
+        with self.write_transaction() as conn:
+            write = TableWrite(conn, self.catalog.writable(name))
             yield write
             self._count_written(conn, write.info, write.cells)
 
@@ -830,9 +672,7 @@ class Store:
         with self._stamped_write() as (conn, now):
             ts = write_timestamp(timestamp, now)
             info = self.catalog.writable(name)
-            self._apply_deletes(
-                conn, info, [(row, fam, None, ts) for fam in info.family_index.values()]
-            )
+            apply_deletes(conn, info, [(row, fam, None, ts) for fam in info.family_index.values()])
 
     def increment(self, increments: Sequence[tuple[bytes, bytes, bytes, int]]) -> list[int]:
         """Atomically add to 8-byte big-endian counters; a missing counter counts as 0.
@@ -861,7 +701,7 @@ class Store:
                         )
                     value = to_i64(_I64.unpack(old_value)[0] + amount)
                     ts = max(now, old_ts + 1)
-                self._apply_puts(conn, info, [(row, fam, qual, ts, _I64.pack(value))])
+                apply_puts(conn, info, [(row, fam, qual, ts, _I64.pack(value))])
                 results.append(value)
             return results
 
@@ -882,7 +722,7 @@ class Store:
                     cell = (row, fam, qual, now, value)
                 else:
                     cell = (row, fam, qual, max(now, current[0] + 1), current[1] + value)
-                self._apply_puts(conn, info, [cell])
+                apply_puts(conn, info, [cell])
                 written[(fam, qual)] = cell
             return [written[key] for key in sorted(written)]
 
@@ -914,7 +754,7 @@ class Store:
             else:
                 matches = current is not None and current[1] == expected
             if matches:
-                self._apply_puts(conn, info, [(row, put_fam, put_qualifier, now, put_value)])
+                apply_puts(conn, info, [(row, put_fam, put_qualifier, now, put_value)])
             return matches
 
     def _latest(
@@ -935,128 +775,6 @@ class Store:
         if ttl_ms is not None and found[0] < now - ttl_ms:
             return None
         return found
-
-    def _apply_puts(
-        self, conn: sqlite3.Connection, info: TableInfo, puts: list[StoredCell]
-    ) -> None:
-        if not puts:
-            return
-        if conn.execute(f"SELECT 1 FROM {info.markers_table} LIMIT 1").fetchone():
-            puts = self._unmasked(conn, info, puts)
-        conn.executemany(f"INSERT OR REPLACE INTO {info.cells_table} VALUES (?,?,?,?,?)", puts)
-
-    def _unmasked(
-        self, conn: sqlite3.Connection, info: TableInfo, puts: list[StoredCell]
-    ) -> list[StoredCell]:
-        """Drop puts that a delete marker (at or after their timestamp) masks."""
-        markers: dict[bytes, dict[tuple[int, int, bytes], int]] = {}
-        rows = list(dict.fromkeys(cell[0] for cell in puts))
-        for start in range(0, len(rows), _IN_CHUNK):
-            part = rows[start : start + _IN_CHUNK]
-            found = conn.execute(
-                f"SELECT row, fam, kind, qual, ts FROM {info.markers_table} "
-                f"WHERE row IN ({','.join('?' * len(part))})",
-                part,
-            )
-            for row, fam, kind, qual, ts in found:
-                markers.setdefault(row, {})[(fam, kind, qual)] = ts
-        if not markers:
-            return puts
-        kept: list[StoredCell] = []
-        for cell in puts:
-            row_markers = markers.get(cell[0])
-            if row_markers:
-                fam, qual, ts = cell[1], cell[2], cell[3]
-                masked_until = max(
-                    row_markers.get((fam, _FAMILY_MARKER, b""), -1),
-                    row_markers.get((fam, _COLUMN_MARKER, qual), -1),
-                )
-                if ts <= masked_until:
-                    continue
-            kept.append(cell)
-        return kept
-
-    def _apply_deletes(
-        self,
-        conn: sqlite3.Connection,
-        info: TableInfo,
-        deletes: list[tuple[bytes, int, bytes | None, int]],
-    ) -> None:
-        if not deletes:
-            return
-        families = [(row, fam, ts) for row, fam, qual, ts in deletes if qual is None]
-        columns = [(row, fam, qual, ts) for row, fam, qual, ts in deletes if qual is not None]
-        upsert = (
-            f"INSERT INTO {info.markers_table} VALUES (?,?,?,?,?) "
-            "ON CONFLICT (row, fam, kind, qual) DO UPDATE SET ts = max(ts, excluded.ts)"
-        )
-        if families:
-            conn.executemany(
-                f"DELETE FROM {info.cells_table} WHERE row = ? AND fam = ? AND ts <= ?", families
-            )
-            conn.executemany(
-                upsert, [(row, fam, _FAMILY_MARKER, b"", ts) for row, fam, ts in families]
-            )
-        if columns:
-            conn.executemany(
-                f"DELETE FROM {info.cells_table} "
-                "WHERE row = ? AND fam = ? AND qual = ? AND ts <= ?",
-                columns,
-            )
-            conn.executemany(
-                upsert, [(row, fam, _COLUMN_MARKER, qual, ts) for row, fam, qual, ts in columns]
-            )
-
-
-def _compaction_families(info: TableInfo) -> tuple[list[int], list[int]]:
-    """The families keeping one version and no TTL (most tables' every family), whose
-    overwritten columns are reclaimed by range, and the others, reclaimed cell by cell."""
-    single: list[int] = []
-    other: list[int] = []
-    for fam, family in enumerate(info.families):
-        plain = family.max_versions == 1 and family.ttl_ms is None
-        (single if plain else other).append(fam)
-    return single, other
-
-
-def _overwritten_columns(
-    info: TableInfo, families: Sequence[int], low: bytes, high: bytes
-) -> tuple[str, tuple[bytes, bytes]]:
-    """SQL for ``(row, fam, qual, newest ts)`` of the columns of rows ``low..high`` in
-    ``families`` (one version kept, no TTL) that hold older versions: every version older than
-    the newest is reclaimed with one ranged delete per column. A grouped walk of the range in
-    key order, about three times cheaper than numbering every version, and the deletes seek once
-    per column instead of once per version. An older version stays unseen: a put of it later
-    is beyond the one version kept, and a delete of the newest deletes it too."""
-    return (
-        f"SELECT row, fam, qual, max(ts) FROM {info.cells_table} "
-        f"WHERE row >= ? AND row <= ? AND fam IN ({','.join(str(f) for f in families)}) "
-        "GROUP BY row, fam, qual HAVING count(*) > 1",
-        (low, high),
-    )
-
-
-def _reclaimable_cells(
-    info: TableInfo, families: Sequence[int], low: bytes, high: bytes, now: int
-) -> tuple[str, tuple[bytes, bytes]]:
-    """SQL for the keys ``(row, fam, qual, ts)`` of rows ``low..high`` in ``families`` that
-    reads no longer see: versions beyond their family's ``max_versions``, cells past its TTL.
-    One walk of the range in key order (the window needs no sort)."""
-    versions = " ".join(f"WHEN {fam} THEN {info.families[fam].max_versions}" for fam in families)
-    floors = " ".join(
-        f"WHEN {fam} THEN {now - info.families[fam].ttl_ms}"
-        for fam in families
-        if info.families[fam].ttl_ms is not None
-    )
-    expired = f" OR ts < CASE fam {floors} END" if floors else ""
-    return (
-        "SELECT row, fam, qual, ts FROM (SELECT row, fam, qual, ts, ROW_NUMBER() OVER "
-        "(PARTITION BY row, fam, qual ORDER BY ts DESC) AS n "
-        f"FROM {info.cells_table} WHERE row >= ? AND row <= ? "
-        f"AND fam IN ({','.join(str(f) for f in families)})) "
-        f"WHERE n > CASE fam {versions} END{expired}",
-        (low, high),
-    )
 
 
 def _add_meta(conn: sqlite3.Connection, key: str, amount: int) -> None:

@@ -96,7 +96,7 @@ def encode_newest_rows(
     ``cells`` are whole rows one after another, each in HBase order (a forward scan's flat
     chunk as SQLite returns it). Working on the flat list spares a list and a call per row for
     grouping, which cost about a quarter of the gateway's time per scanned row. Same result as
-    ``store.finish_cells(row's cells, floors, limits of 1)`` then ``encode_row``: a column's
+    ``visible_cells.finish_cells(row's cells, floors, limits of 1)`` then ``encode_row``: a column's
     first cell is its newest, and once that one is past its TTL so are the older ones.
     """
     packers = _CELL_PACKERS

@@ -13,7 +13,8 @@ from thriftpy2.transport import TMemoryBuffer
 from profile_store.hbase_gateway.handler import HbaseHandler
 from profile_store.hbase_gateway.idl import load_idl
 from profile_store.hbase_gateway.schema import LATEST_TIMESTAMP, FamilyDescriptor
-from profile_store.hbase_gateway.store import Store, finish_cells, group_rows
+from profile_store.hbase_gateway.store import Store
+from profile_store.hbase_gateway.visible_cells import finish_cells, group_rows
 from profile_store.hbase_gateway.wire import (
     EncodedRows,
     encode_newest_rows,
