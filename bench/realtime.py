@@ -462,8 +462,10 @@ def started(args: argparse.Namespace) -> Iterator[Setup]:
     from profile_store.event_bus.settings import EventBusSettings
     from profile_store.event_bus.topics import ensure_topic
     from profile_store.hbase_gateway.process import EmbeddedGateway
+    from profile_store.lake.storage import LocalLakeStorage
     from profile_store.launchers.kafka_broker import temporary_broker
     from profile_store.profiles.live_cells import day_end_ms
+    from profile_store.profiles.rules_in_force import replace_rules_in_force
     from profile_store.profiles.segment_rules import DEFAULT_RULES
     from profile_store.profiles.table import PROFILE_TABLE, ensure_table
 
@@ -487,8 +489,8 @@ def started(args: argparse.Namespace) -> Iterator[Setup]:
             f"{time.monotonic() - loading:.0f} s",
             flush=True,
         )
-        rules = work / "rules.json"
-        rules.write_text(json.dumps([*DEFAULT_RULES, PROBE_RULE]))
+        rules = json.dumps([*DEFAULT_RULES, PROBE_RULE])
+        replace_rules_in_force(LocalLakeStorage(work / "lake"), rules, "the benchmark's rules")
         logs = [open(work / f"live-{n}.log", "wb") for n in range(args.jobs)]  # noqa: SIM115
         jobs = [
             subprocess.Popen(
@@ -498,7 +500,7 @@ def started(args: argparse.Namespace) -> Iterator[Setup]:
                     "profile_store.cli",
                     "stream",
                     "live-profiles",
-                    *("--lake", str(work / "lake"), "--segment-rules", str(rules)),
+                    *("--lake", str(work / "lake")),
                     *("--hbase-host", gateway.host, "--hbase-port", str(gateway.port)),
                 ],
                 cwd=REPO,

@@ -16,27 +16,17 @@ from pydantic import Field
 from profile_assets.partitions import daily_partitions, previous_day
 from profile_store.hbase.pool import table_opener
 from profile_store.profiles.pipeline import BULK_MIN_ROWS, CompactionSettings, compact_day
-from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules
+from profile_store.profiles.rules_in_force import read_rules_in_force
+from profile_store.profiles.segment_rules import SegmentRule
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource
 
 
-class SegmentRuleConfig(Config):
-    segment: str = Field(description="Segment id (1-64 letters, digits, _ . -).")
-    event_type: str = Field(description="Event type that puts a profile in the segment.")
-    ttl_days: float = Field(description="Membership expires this long after the last match.")
-    app_id: str | None = Field(default=None, description="Only events of this app (None: any).")
-    attributes: dict[str, str] = Field(
-        default_factory=dict, description="Event attribute values that must all match."
-    )
-
-
 class CompactionConfig(Config):
-    segment_rules: list[SegmentRuleConfig] = Field(
-        default_factory=lambda: [SegmentRuleConfig(**rule) for rule in DEFAULT_RULES],
-        description="Event criteria -> segment id with a TTL (defaults fit the sample apps).",
-    )
+    """The compaction's settings a run may change; the segment rules are the lake's
+    (``profiles segment-rules``), the live job's as well."""
+
     half_life_days: float = Field(default=7.0, description="Half-life of the event counters.")
     max_associations: int = Field(
         default=100, description="Other ids listed on a profile row (super-node guard)."
@@ -63,8 +53,7 @@ class CompactionConfig(Config):
         "takes them in bulk (fewer go by Thrift puts).",
     )
 
-    def settings(self) -> CompactionSettings:
-        rules = parse_rules(rule.model_dump() for rule in self.segment_rules)
+    def settings(self, rules: tuple[SegmentRule, ...]) -> CompactionSettings:
         return CompactionSettings(
             rules=rules,
             half_life_days=self.half_life_days,
@@ -91,7 +80,8 @@ class CompactionConfig(Config):
         "carries the component's non-expired segments (max expiry wins), merged decaying "
         "counters, its master (absent on the master), the component size and a capped list of "
         "the other ids; plus edge rows and alternate-id lookup rows. Segments come from the "
-        "segment rules, the segment feed and the activated saved audiences. Folds the day into the "
+        "segment rules in force (`profiles segment-rules show`), the segment feed and the "
+        "activated saved audiences. Folds the day into the "
         "profile state and rewrites only the components that changed."
     ),
 )
@@ -103,15 +93,18 @@ def compacted_profiles(
     hbase: HBaseResource,
 ) -> MaterializeResult:
     day = date.fromisoformat(context.partition_key)
+    storage = lake.storage()
+    in_force = read_rules_in_force(storage)
+    context.log.info(f"{day}: {in_force.describe()}")
     with hbase.connection() as connection:
         ensure_table(connection, PROFILE_TABLE)
     summary = compact_day(
         spark.spark_session,
-        lake.storage(),
+        storage,
         table_opener(hbase.pool(), PROFILE_TABLE),
         hbase.thrift_address(),
         day,
-        config.settings(),
+        config.settings(in_force.rules),
         store_dir=hbase.data_dir if hbase.embedded else None,
     )
     context.log.info(
@@ -133,6 +126,8 @@ def compacted_profiles(
             "live_cells_superseded": summary.live_cells_superseded,
             "profiles_with_segments": summary.profiles_with_segments,
             "segment_members": MetadataValue.json(summary.segment_members),
+            "segment_rules_digest": in_force.digest,
+            "segment_rules_count": len(in_force.rules),
             "hbase_table": PROFILE_TABLE,
         }
     )

@@ -33,6 +33,7 @@ from profile_store.audiences.sketch_rows import MAX_PAIR_ROWS
 from profile_store.erasure.batch import unfinished_batches
 from profile_store.erasure.erasure_step import ErasureTargets, carry_out_pending
 from profile_store.erasure.requests import pending_requests
+from profile_store.profiles.rules_in_force import read_rules_in_force
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource
@@ -82,7 +83,7 @@ def erasure(
     targets = ErasureTargets(
         connect=hbase.connection,
         address=hbase.thrift_address(),
-        compaction=config.settings(),
+        compaction=config.settings(read_rules_in_force(storage).rules),
         identity_threshold=config.weight_threshold,
     )
 

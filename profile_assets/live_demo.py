@@ -46,8 +46,9 @@ from profile_store.realtime.consumer_probe import (
 from profile_store.realtime.live_profiles import DEFAULT_GROUP_ID
 from profile_store.realtime.stream_lag import GROUPS_VARIABLE
 
-# A purchase puts a person in it from one event (DEFAULT_RULES, which both the daily
-# compaction and the live job apply when not configured otherwise).
+# A purchase puts a person in it from one event: a rule of DEFAULT_RULES, the rules in force
+# in the demo's lake (it has no rules file: `profiles segment-rules show`), which the daily
+# compaction and the live job both read there.
 SEGMENT = "buyers"
 (SEGMENT_RULE,) = (rule for rule in parse_rules(DEFAULT_RULES) if rule.segment == SEGMENT)
 TENANTS_FILE = Path(__file__).resolve().parents[1] / "examples" / "tenants.json"

@@ -35,6 +35,7 @@ COMMAND_MODULES = {
     "forget": "profile_store.cli.erasure",
     "kafka": "profile_store.cli.kafka",
     "stream": "profile_store.cli.stream",
+    "segment-rules": "profile_store.cli.segment_rules",
     "send": "profile_store.cli.send",
 }
 """Each sub-command of the library and the module that registers it."""

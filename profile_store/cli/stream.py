@@ -11,14 +11,12 @@ wrong.
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import signal
 import sys
 import threading
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -45,7 +43,8 @@ from profile_store.event_bus.topics import TopicError, ensure_topic
 from profile_store.hbase.pool import hbase_pool, table_opener
 from profile_store.lake.settings import LakeSettings
 from profile_store.profiles.reads import key_types_from_env
-from profile_store.profiles.segment_rules import DEFAULT_RULES, SegmentRuleError, parse_rules
+from profile_store.profiles.rules_in_force import read_rules_in_force
+from profile_store.profiles.segment_rules import SegmentRuleError
 from profile_store.profiles.table import ensure_table
 from profile_store.realtime.lake_sink import (
     DEFAULT_FLUSH_BYTES,
@@ -137,24 +136,20 @@ def add_live_parser(commands: Any) -> argparse.ArgumentParser:
         "resolved to its person (its row's master and linked ids, or a lookup row of its "
         "alternate id), the segment rules and decaying counters are applied, and every row of "
         "the person gets the result, exactly once per event, until the daily run of the "
-        "event's day takes over. The segment rules and half-life must be compacted_profiles'.",
+        "event's day takes over. The segment rules are the lake's, as the daily run's, read "
+        "at the start (profiles segment-rules show); the half-life must be "
+        "compacted_profiles'.",
     )
     live.add_argument(
         "--lake",
-        help="lake root holding the erasure suppression list, a directory or s3://bucket/prefix "
-        "(default: PROFILES_LAKE_ROOT, else data/lake)",
+        help="lake root holding the segment rules in force and the erasure suppression list, a "
+        "directory or s3://bucket/prefix (default: PROFILES_LAKE_ROOT, else data/lake)",
     )
     live.add_argument(
         "--group-id",
         default=LIVE_GROUP_ID,
         help="Kafka consumer group; its committed offsets are the job's progress "
         "(default %(default)s)",
-    )
-    live.add_argument(
-        "--segment-rules",
-        metavar="FILE",
-        help="JSON list of segment rules, as compacted_profiles' segment_rules (default: the "
-        "sample apps' rules)",
     )
     live.add_argument(
         "--half-life-days",
@@ -226,23 +221,6 @@ def _start(
     return metrics, listener, _stop_on_signals(None if metrics is None else metrics.health)
 
 
-def _segment_rules(path: str | None) -> tuple:
-    if path is None:
-        return parse_rules(DEFAULT_RULES)
-    try:
-        listed = json.loads(Path(path).read_text())
-    except OSError as error:
-        raise InputError("invalid_rules", f"--segment-rules {path}: {error.strerror}") from None
-    except ValueError as error:
-        raise InputError("invalid_rules", f"--segment-rules {path}: not JSON ({error})") from None
-    if not isinstance(listed, list) or not all(isinstance(rule, dict) for rule in listed):
-        raise InputError("invalid_rules", f"--segment-rules {path}: expected a JSON list of rules")
-    try:
-        return parse_rules(listed)
-    except SegmentRuleError as error:
-        raise InputError("invalid_rules", f"--segment-rules {path}: {error}") from None
-
-
 def _log_to_stderr(level: str) -> None:
     logging.basicConfig(
         level=level.upper(),
@@ -284,25 +262,32 @@ def run_live_profiles(args: argparse.Namespace) -> int:
     try:
         settings = EventBusSettings.from_env()
         hbase = settings_from_args(args)
+        storage = LakeSettings.from_env(root=args.lake).storage()
+        in_force = read_rules_in_force(storage)
         config = LiveProfilesConfig(
             group_id=args.group_id,
-            rules=_segment_rules(args.segment_rules),
+            rules=in_force.rules,
             half_life_days=args.half_life_days,
             key_types=key_types_from_env(),
             max_poll_messages=args.max_batch,
             hbase_retry_seconds=args.hbase_retry_seconds,
         )
-        storage = LakeSettings.from_env(root=args.lake).storage()
     except InputError as error:
         print(f"profiles stream live-profiles: {error.message}", file=sys.stderr)
         return EXIT_INPUT
-    except (EventBusSettingsError, ValueError) as error:
+    except (EventBusSettingsError, SegmentRuleError, ValueError) as error:
         print(f"profiles stream live-profiles: {error}", file=sys.stderr)
         return EXIT_INPUT
+    except (OSError, BotoCoreError, ClientError) as error:
+        print(f"profiles stream live-profiles: the lake's segment rules: {error}", file=sys.stderr)
+        return EXIT_FAILURE
+    logger.info("live profiles: %s", in_force.describe())
     started = _start(args, "live_profiles", "live-profiles", needs_hbase=True)
     if started is None:
         return EXIT_FAILURE
     metrics, listener, stop = started
+    if metrics is not None:
+        metrics.applies_segment_rules(in_force.digest, len(in_force.rules))
     try:
         topic = ensure_topic(settings)
         with hbase_pool(hbase.with_overrides(pool_size=1)) as pool:

@@ -8,6 +8,7 @@ attribute_stats/date=YYYY-MM-DD/          per (app, event, attribute): appearanc
 trimmed_attributes/date=YYYY-MM-DD/       the keep/trim decision of that day (trailing window)
 audience_sketches/date=YYYY-MM-DD/        pairs.json: the (app, event) pairs written to HBase
 ground_truth/                             the generator's answer key (evaluation only)
+config/segment_rules.json                 the segment rules in force (absent: the built-in ones)
 ```
 """
 
@@ -23,6 +24,7 @@ TRIMMED_ATTRIBUTES = "trimmed_attributes"
 AUDIENCE_SKETCHES = "audience_sketches"
 GROUND_TRUTH = "ground_truth"
 SUCCESS_MARKER = "_SUCCESS"
+SEGMENT_RULES = "config/segment_rules.json"
 
 
 def day_dir(area: str, day: date | str) -> str:

@@ -3,11 +3,15 @@
 A profile enters a segment with an event that matches the rule; the membership expires
 ``ttl_days`` after the LAST matching event, so an active user stays in. Rules are evaluated in
 Spark as one pass over the day's events (one struct per rule, exploded), never per event in
-Python.
+Python; the live job evaluates the same rules over a batch's columns (``realtime/live_updates``),
+and a property test holds the two to the same results. Which rules are in force is one file in
+the lake (``rules_in_force``).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -52,6 +56,16 @@ class SegmentRule:
     def ttl_ms(self) -> int:
         return int(round(self.ttl_days * DAY_MS))
 
+    def as_config(self) -> dict[str, Any]:
+        """The rule as ``parse_rules`` reads it, optional fields only when set."""
+        config: dict[str, Any] = {"segment": self.segment, "event_type": self.event_type}
+        if self.app_id is not None:
+            config["app_id"] = self.app_id
+        if self.attributes:
+            config["attributes"] = dict(sorted(self.attributes.items()))
+        config["ttl_days"] = self.ttl_days
+        return config
+
     def matches(self) -> Column:
         condition = F.col("event_type") == F.lit(self.event_type)
         if self.app_id is not None:
@@ -91,6 +105,15 @@ def parse_rules(config: Iterable[Mapping[str, Any]]) -> tuple[SegmentRule, ...]:
             raise SegmentRuleError(f"{where}.segment: duplicate segment id {rule.segment!r}")
         rules.append(rule)
     return tuple(rules)
+
+
+def rules_digest(rules: Iterable[SegmentRule]) -> str:
+    """12 hex digits naming the rules (their canonical JSON), however their file was spelled:
+    two processes reporting the same digest apply the same rules."""
+    canonical = json.dumps(
+        [rule.as_config() for rule in rules], sort_keys=True, separators=(",", ":")
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
 
 def segment_hits(events: DataFrame, rules: tuple[SegmentRule, ...]) -> DataFrame:
@@ -155,4 +178,5 @@ DEFAULT_RULES: tuple[dict[str, Any], ...] = (
     },
     {"segment": "travellers", "app_id": "com.travelnow.web", "event_type": "book", "ttl_days": 30},
 )
-"""Rules for the generated sample apps (``profiles generate``); production configures its own."""
+"""The rules in force while the lake has no rules file: they fit the generated sample apps
+(``profiles generate``); production sets its own (``profiles segment-rules set``)."""

@@ -1,11 +1,11 @@
 """What a stream consumer serves on its metrics port (``profiles stream ... --metrics-port``).
 
 A registry of its own, served on its own port without a key (bound to loopback unless told
-otherwise), as the HTTP service's are: the consumer's lag, the events it wrote, and how long a
-batch takes from its intent to its commit at ``/metrics``; beside them its liveness at
-``/healthz`` (the consume loop came back within a bound) and its readiness at ``/readyz`` (the
-consumer has its partitions from its Kafka group and, for a job writing to HBase, HBase answers),
-200 ``ok`` or 503 and why.
+otherwise), as the HTTP service's are: the consumer's lag, the events it wrote, how long a batch
+takes from its intent to its commit and, for the live job, the digest of its segment rules at
+``/metrics``; beside them its liveness at ``/healthz`` (the consume loop came back within a
+bound) and its readiness at ``/readyz`` (the consumer has its partitions from its Kafka group
+and, for a job writing to HBase, HBase answers), 200 ``ok`` or 503 and why.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 
 from confluent_kafka import KafkaException
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, make_wsgi_app
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Info, make_wsgi_app
 from prometheus_client.exposition import ThreadingWSGIServer
 
 logger = logging.getLogger(__name__)
@@ -102,7 +102,18 @@ class ConsumerMetrics:
             buckets=(0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0),
             registry=self.registry,
         )
+        self._name = name
         self._lag_read_at = float("-inf")
+
+    def applies_segment_rules(self, digest: str, count: int) -> None:
+        """Report the digest of the segment rules the process applies, as
+        ``profiles_<name>_segment_rules_info{digest, rules}``: the daily run records its own in
+        its materialization, so a job left on older rules shows."""
+        Info(
+            f"profiles_{self._name}_segment_rules",
+            "The segment rules this process applies (read from the lake at its start).",
+            registry=self.registry,
+        ).info({"digest": digest, "rules": str(count)})
 
     def written(self, events: int, seconds: float) -> None:
         self.events.inc(events)

@@ -55,6 +55,7 @@ from profile_store.generator.lake import generate_lake
 from profile_store.hbase.pool import table_opener
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.lake.storage import LocalLakeStorage
+from profile_store.profiles.rules_in_force import read_rules_in_force
 from profile_store.profiles.table import PROFILE_TABLE, profile_key
 from resources.hbase import HBaseResource
 
@@ -338,7 +339,7 @@ def resumed(built, one_run, spark):
         found = retention(sketches, built.storage, D1, id_hashes(requests[late].profiles))
         stale_row = found.examples[0].encode()
         stale_cells = sketches.row(stale_row)
-    settings = CompactionConfig().settings()
+    settings = CompactionConfig().settings(read_rules_in_force(built.storage).rules)
     targets = ErasureTargets(built.hbase.connection, built.hbase.thrift_address(), settings)
 
     def rebuild(day: date, batch_id: str) -> dict:

@@ -17,6 +17,7 @@ from profile_store.generator.lake import generate_lake
 from profile_store.identity.pipeline import latest_assignment_dir
 from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.consistency import component_agreement, master_references
+from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules, rules_digest
 from profile_store.profiles.table import (
     PROFILE_TABLE,
     column,
@@ -128,6 +129,14 @@ def test_the_second_day_rewrites_only_the_components_it_changed(built, spark):
     assert first["dagster/row_count"] < seen
     assert 0 < second["dagster/row_count"] < seen
     assert second["components_rewritten"] <= second["dagster/row_count"]
+
+
+def test_each_day_records_the_digest_and_count_of_the_segment_rules_it_applied(built):
+    *_, metadata = built
+    in_force = parse_rules(DEFAULT_RULES)  # the generated lake has no rules file
+    for day in metadata:
+        assert day["segment_rules_digest"] == rules_digest(in_force)
+        assert day["segment_rules_count"] == len(in_force)
 
 
 def test_a_component_merges_the_segments_its_profiles_earned_separately(built, spark):

@@ -9,8 +9,11 @@ import math
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
+from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.live_cells import day_end_ms
+from profile_store.profiles.rules_in_force import replace_rules_in_force
 from profile_store.profiles.table import (
     ProfileRow,
     lookup_cells,
@@ -31,6 +34,13 @@ RULES = [
         "ttl_days": 14,
     },
 ]
+
+
+def lake_with_rules(lake: Path) -> str:
+    """``lake`` (made if absent) with ``RULES`` in force, as ``profiles segment-rules set``
+    leaves it; its path, for ``--lake``."""
+    replace_rules_in_force(LocalLakeStorage(lake), json.dumps(RULES), "RULES")
+    return str(lake)
 
 
 def today() -> str:

@@ -23,7 +23,7 @@ import httpx
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from landing_files import drive, landed
-from live_rows import RULES, expected_counter, message, recent_ms, table_opener, yesterday
+from live_rows import expected_counter, lake_with_rules, message, recent_ms, table_opener, yesterday
 from stream_processes import Commands
 
 from profile_store.event_bus.producer import EventProducer
@@ -59,11 +59,9 @@ def stream_env(bus: EventBusSettings, **more: str) -> dict[str, str]:
 
 
 def live_args(tmp_path: Path, host: str, port: int, prefix: str, group: str) -> list[str]:
-    rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps(RULES))
     return [
-        *("stream", "live-profiles", "--lake", str(tmp_path / "lake")),
-        *("--segment-rules", str(rules), "--group-id", group),
+        *("stream", "live-profiles", "--lake", lake_with_rules(tmp_path / "lake")),
+        *("--group-id", group),
         *("--hbase-host", host, "--hbase-port", str(port), "--hbase-table-prefix", prefix),
     ]
 

@@ -25,6 +25,7 @@ from live_rows import (
     DAY_MS,
     RULES,
     expected_counter,
+    lake_with_rules,
     message,
     recent_ms,
     table_opener,
@@ -39,6 +40,7 @@ from profile_store.event_bus.settings import EventBusSettings
 from profile_store.event_bus.topics import ensure_topic
 from profile_store.hbase_gateway.pending import read_counters
 from profile_store.hbase_gateway.store import DEFERRED_BATCH_MUTATIONS
+from profile_store.lake.layout import SEGMENT_RULES
 from profile_store.profiles.live_cells import (
     Lineage,
     LiveCell,
@@ -47,7 +49,7 @@ from profile_store.profiles.live_cells import (
     parse_qualifier,
 )
 from profile_store.profiles.reads import ProfileReader
-from profile_store.profiles.segment_rules import parse_rules
+from profile_store.profiles.segment_rules import parse_rules, rules_digest
 from profile_store.profiles.table import (
     PROFILE_PREFIX,
     ensure_table,
@@ -469,15 +471,15 @@ SHOP_KEY = "live-shop-key-0123456789"
 
 
 def live_command(tmp_path: Path, *extra: str) -> list[str]:
-    rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps(RULES))
+    """The command over a lake whose rules in force are ``RULES``."""
+    lake = lake_with_rules(tmp_path / "lake")
     return [
         sys.executable,
         "-m",
         "profile_store.cli",
         "stream",
         "live-profiles",
-        *("--lake", str(tmp_path / "lake"), "--segment-rules", str(rules), *extra),
+        *("--lake", lake, *extra),
     ]
 
 
@@ -590,6 +592,9 @@ def test_profiles_stream_live_profiles_serves_its_lag_events_and_batch_time(
     assert metric(text, "events_total") == 2, log.read_text()
     assert metric(text, "lag_messages") == 0
     assert metric(text, "write_seconds_count") >= 1
+    digest = rules_digest(parse_rules(RULES))
+    assert f'segment_rules_info{{digest="{digest}",rules="{len(RULES)}"}} 1.0' in text
+    assert f"digest {digest}, from {tmp_path / 'lake' / SEGMENT_RULES}" in log.read_text()
 
 
 def metric(text: str, name: str) -> float | None:
@@ -597,11 +602,10 @@ def metric(text: str, name: str) -> float | None:
     return float(found.group(1)) if found else None
 
 
-def test_profiles_stream_live_profiles_refuses_a_bad_rule_naming_it(tmp_path):
-    rules = tmp_path / "bad.json"
-    rules.write_text(json.dumps([{"segment": "x", "event_type": "click", "ttl_days": -1}]))
+def test_profiles_stream_live_profiles_refuses_a_bad_rule_in_the_lake_naming_it(tmp_path):
     command = live_command(tmp_path)
-    command[command.index("--segment-rules") + 1] = str(rules)
+    bad = [{"segment": "x", "event_type": "click", "ttl_days": -1}]
+    (tmp_path / "lake" / SEGMENT_RULES).write_text(json.dumps(bad))  # edited by hand
     completed = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=120)
     assert completed.returncode == 2
     assert "segment_rules[0]: segment 'x': ttl_days must be in (0, 3650], got -1.0" in (

@@ -4,7 +4,6 @@ gateway, as a container's health check or an orchestrator's probe sees them."""
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import signal
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import httpx
 from landing_files import drive
-from live_rows import RULES, message, recent_ms
+from live_rows import lake_with_rules, message, recent_ms
 
 from profile_store.event_bus.producer import EventProducer
 from profile_store.event_bus.settings import EventBusSettings
@@ -70,10 +69,9 @@ def stream(bus: EventBusSettings, tmp_path: Path, job: str, *args: str) -> Itera
 
 
 def live_args(tmp_path: Path, gateway: EmbeddedGateway, *more: str) -> tuple[str, ...]:
-    rules = tmp_path / "rules.json"
-    rules.write_text(json.dumps(RULES))
+    lake_with_rules(tmp_path / "lake")
     return (
-        *("--segment-rules", str(rules), "--group-id", f"health-{tmp_path.name}"),
+        *("--group-id", f"health-{tmp_path.name}"),
         *("--hbase-host", gateway.host, "--hbase-port", str(gateway.port)),
         *more,
     )
