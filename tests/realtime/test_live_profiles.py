@@ -549,7 +549,7 @@ def test_profiles_stream_live_profiles_feeds_the_cli_and_http_reads_until_sigter
     }
 
 
-def test_profiles_stream_live_profiles_serves_its_lag_events_and_batch_time(
+def test_profiles_stream_live_profiles_serves_its_lag_events_batch_time_and_rules_digest(
     bus, connection, gateway, tmp_path
 ):
     prefix = f"met{os.getpid()}"
