@@ -13,8 +13,18 @@ case "$role" in
 webserver)
     exec dagster-webserver -w "$workspace" -h 0.0.0.0 -p "${DAGSTER_WEBSERVER_PORT:-3000}" "$@" ;;
 daemon)
+    # The job page's Auto-materialize tag follows automation_sensor (on), not the switch of
+    # Dagster's pre-sensor daemon that a new instance stores as paused (docs/dagster-ui.md).
+    python -c 'from dagster import DagsterInstance
+from sensors.automation_sensor import automation_tag_follows_the_sensor
+with DagsterInstance.get() as instance:
+    automation_tag_follows_the_sensor(instance)'
     exec dagster-daemon run -w "$workspace" "$@" ;;
 code-server)
+    # The event stream sensor (evaluated here) reads the stream jobs' own reports from their
+    # metrics listeners, on this host's ports unless the deployment names others.
+    : "${PROFILES_STREAM_METRICS_URLS:=http://127.0.0.1:${PROFILES_LAKE_SINK_METRICS_PORT:-9192},http://127.0.0.1:${PROFILES_LIVE_PROFILES_METRICS_PORT:-9193}}"
+    export PROFILES_STREAM_METRICS_URLS
     exec dagster api grpc -m profile_assets.definitions -h 0.0.0.0 \
         -p "${DAGSTER_CODE_SERVER_PORT:-4266}" "$@" ;;
 serve)

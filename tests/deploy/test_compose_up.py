@@ -191,3 +191,38 @@ def test_a_day_landed_in_the_lake_is_run_by_the_sensor_through_the_code_server(p
     assert runs[0]["status"] == "SUCCESS", platform.failure(runs[0]["runId"])
 
     platform.wait_healthy("serve", time.monotonic() + START_BOUND_S)
+
+
+def test_the_job_page_says_auto_materialize_on_beside_the_running_automation_sensor(platform):
+    """The daemon's role sets the instance's switch to follow ``automation_sensor`` at start:
+    a new instance stores it as paused, and the job page's tag would say *off*."""
+    platform.wait_healthy("daemon", time.monotonic() + START_BOUND_S)
+    shown = platform.graphql("query { instance { autoMaterializePaused } }")
+    assert shown["instance"]["autoMaterializePaused"] is False
+
+
+STREAM_OBSERVATIONS = """{ assetOrError(assetKey: {path: ["event_stream"]}) { ... on Asset {
+    assetEventHistory(limit: 10, eventTypeSelectors: [OBSERVATION]) {
+        results { ... on ObservationEvent { metadataEntries { label } } } } } } }"""
+
+
+def test_the_stream_observation_carries_both_stream_jobs_own_reports(platform):
+    """The code server's event stream sensor reads the two stream jobs' listeners of the compose
+    file without the operator naming them (``PROFILES_STREAM_METRICS_URLS`` unset)."""
+    deadline = time.monotonic() + START_BOUND_S
+    for service in ("code-server", "daemon", "webserver", "lake-sink", "live-profiles"):
+        platform.wait_healthy(service, deadline)
+    ports = (
+        platform.env["PROFILES_LAKE_SINK_METRICS_PORT"],
+        platform.env["PROFILES_LIVE_PROFILES_METRICS_PORT"],
+    )
+    while True:
+        history = platform.graphql(STREAM_OBSERVATIONS)["assetOrError"]["assetEventHistory"]
+        labels = [{e["label"] for e in event["metadataEntries"]} for event in history["results"]]
+        reported = [
+            all(f"at 127.0.0.1:{port} alive" in " ".join(seen) for port in ports) for seen in labels
+        ]
+        if any(reported):
+            break
+        assert time.monotonic() < deadline, f"observations: {labels}\n{platform.logs('daemon')}"
+        time.sleep(5)
