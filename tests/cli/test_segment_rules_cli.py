@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 
+import boto3
 import pytest
 
 from profile_store.cli import main as cli
 from profile_store.lake.layout import SEGMENT_RULES
+from profile_store.lake.settings import LakeSettings
 from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.rules_in_force import BUILT_IN, read_rules_in_force
 from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules, rules_digest
@@ -93,3 +95,32 @@ def test_a_hand_edited_rules_file_that_is_not_valid_is_reported_not_replaced_by_
     assert cli.main(["segment-rules", "show", "--lake", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert f"{tmp_path}/{SEGMENT_RULES}: segment_rules[0].event_type: required" in err
+
+
+@pytest.fixture
+def s3_lake(s3_endpoint, monkeypatch) -> str:
+    """An empty lake under an S3 prefix (a moto server), the commands' environment pointing
+    there."""
+    for name, value in (
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ("AWS_REGION", "us-east-1"),
+        ("PROFILES_S3_ENDPOINT_URL", s3_endpoint),
+        ("PROFILES_LAKE_ROOT", "s3://rules-bucket/lake"),
+    ):
+        monkeypatch.setenv(name, value)
+    client = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
+    client.create_bucket(Bucket="rules-bucket")
+    yield "s3://rules-bucket/lake"
+    for obj in client.list_objects_v2(Bucket="rules-bucket").get("Contents", []):
+        client.delete_object(Bucket="rules-bucket", Key=obj["Key"])
+    client.delete_bucket(Bucket="rules-bucket")
+
+
+def test_the_rules_of_an_s3_lake_are_set_and_read_back_there(s3_lake, rules_file, capsys):
+    assert cli.main(["segment-rules", "set", rules_file(RULES)]) == 0
+    in_force = read_rules_in_force(LakeSettings.from_env().storage())
+    assert in_force.rules == parse_rules(RULES)
+    assert in_force.source == f"{s3_lake}/{SEGMENT_RULES}"
+    assert cli.main(["segment-rules", "show"]) == 0
+    assert f"digest {rules_digest(parse_rules(RULES))}" in capsys.readouterr().err
