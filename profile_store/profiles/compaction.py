@@ -13,10 +13,10 @@ already right.
 
 from __future__ import annotations
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from profile_store.profiles.counters import decayed_sum
+from profile_store.profiles.counters import FLOOR, decayed_sum, value_as_of, value_at_last
 
 SEGMENT_STATE_COLUMNS = ("profile", "segment", "expiry_ms")
 COUNTER_STATE_COLUMNS = ("profile", "event_type", "value", "last_ms")
@@ -54,49 +54,75 @@ def next_counters(
     return decayed_sum(parts, ("profile", "event_type"), half_life_ms, as_of_ms)
 
 
-def changed_profiles(
-    day_profiles: DataFrame, assignment: DataFrame, previous_assignment: DataFrame | None
+def members_to_rewrite(
+    touched: DataFrame,
+    assignment: DataFrame,
+    before: DataFrame | None = None,
+    *,
+    every_component: bool = False,
 ) -> DataFrame:
-    """Profiles whose row must be rewritten: new state, or a new master or component size."""
-    changed = day_profiles.select("profile")
-    if previous_assignment is None:
-        return changed.unionByName(assignment.select("profile")).distinct()
-    now = assignment.select("profile", "master", "size")
-    before = previous_assignment.select(
-        "profile", F.col("master").alias("old_master"), F.col("size").alias("old_size")
+    """(profile, master, devices, changed) of every profile in a component that holds a
+    changed one, in one query of two shuffles (by profile, then by component).
+
+    A profile is changed when it is in ``touched`` (its state changed), when its master or its
+    component size differs from ``before`` (the assignment the table's rows were written from;
+    a profile in only one of the two differs), or with ``every_component`` when it is in
+    ``assignment`` at all. A profile outside ``assignment`` has no link: it is its own master,
+    alone.
+    """
+    parts = [
+        touched.select("profile", F.lit(True).alias("touched")),
+        assignment.select("profile", "master", "size"),
+    ]
+    if before is not None:
+        parts.append(
+            before.select(
+                "profile",
+                F.col("master").alias("old_master"),
+                F.col("size").alias("old_size"),
+            )
+        )
+    union = parts[0]
+    for part in parts[1:]:
+        union = union.unionByName(part, allowMissingColumns=True)
+    profiles = union.groupBy("profile").agg(
+        *(F.max(name).alias(name) for name in union.columns if name != "profile")
     )
-    moved = (
-        now.join(before, "profile", "full")
-        .where(
-            ~F.col("master").eqNullSafe(F.col("old_master"))
+    changed = F.coalesce(F.col("touched"), F.lit(False))
+    if every_component:
+        changed = changed | F.col("master").isNotNull()
+    if before is not None:
+        changed = (
+            changed
+            | ~F.col("master").eqNullSafe(F.col("old_master"))
             | ~F.col("size").eqNullSafe(F.col("old_size"))
         )
-        .select("profile")
+    # A linked profile is rewritten with its component; one outside ``assignment`` alone.
+    in_changed_component = F.max("changed").over(Window.partitionBy("master"))
+    return (
+        profiles.select(
+            "profile",
+            F.coalesce("master", "profile").alias("master"),
+            F.col("size").alias("devices"),
+            changed.alias("changed"),
+        )
+        .withColumn(
+            "rewritten",
+            F.when(F.col("devices").isNotNull(), in_changed_component).otherwise(F.col("changed")),
+        )
+        .where("rewritten")
+        .select(
+            "profile",
+            "master",
+            F.coalesce("devices", F.lit(1).cast("long")).alias("devices"),
+            "changed",
+        )
     )
-    return changed.unionByName(moved).distinct()
-
-
-def members_to_rewrite(changed: DataFrame, assignment: DataFrame) -> DataFrame:
-    """(profile, master, devices) of every profile in a component that holds a changed one.
-
-    A profile outside ``assignment`` has no link: it is its own master, alone.
-    """
-    linked = assignment.select("profile", "master", F.col("size").alias("devices"))
-    masters = (
-        changed.join(linked, "profile", "left")
-        .select(F.coalesce("master", "profile").alias("master"))
-        .distinct()
-    )
-    in_components = linked.join(masters, "master", "left_semi")
-    alone = changed.join(linked, "profile", "left_anti").select(
-        "profile", F.col("profile").alias("master"), F.lit(1).cast("long").alias("devices")
-    )
-    return in_components.unionByName(alone)
 
 
 def compacted_rows(
     members: DataFrame,
-    attributes: DataFrame,
+    profile_history: DataFrame,
     segments: DataFrame,
     counters: DataFrame,
     half_life_ms: int,
@@ -105,42 +131,82 @@ def compacted_rows(
 ) -> DataFrame:
     """One row per member: the component's segments, counters and (capped) other ids.
 
-    ``attributes``: (profile, id_type, first_seen_ms) of at least every member. ``segments`` and
-    ``counters``: profile state. Associations are the component's oldest profiles first, at most
+    ``profile_history``: (profile, id_type, first_seen) rows of the identity graph's profiles,
+    a member's id type being the one it was first seen with. ``segments`` and ``counters``:
+    profile state. Associations are the component's oldest profiles first, at most
     ``max_associations`` of them besides the row's own id.
+
+    One shuffle: the members and their state, each joined with the members' masters, are
+    partitioned by master together; each (master, part, key) is merged (a member's attributes,
+    a segment's latest expiry, an event type's decayed counter), then each master's merged
+    parts become its members' rows, with no other exchange.
     """
-    member_masters = members.select("profile", "master")
-    component_segments = (
-        segments.join(member_masters, "profile")
-        .groupBy("master", "segment")
-        .agg(F.max("expiry_ms").alias("expiry_ms"))
-        .groupBy("master")
-        .agg(F.map_from_entries(F.collect_list(F.struct("segment", "expiry_ms"))).alias("segments"))
+    masters = members.select("profile", "master")
+
+    def part(name: str, frame: DataFrame, key: str, *columns: str) -> DataFrame:
+        return frame.select("master", F.lit(name).alias("part"), F.col(key).alias("key"), *columns)
+
+    parts = part("profile", members, "profile", "devices")
+    for frame in (
+        part(
+            "profile", profile_history.join(masters, "profile"), "profile", "id_type", "first_seen"
+        ),
+        part("segment", segments.join(masters, "profile"), "segment", "expiry_ms"),
+        part("counter", counters.join(masters, "profile"), "event_type", "value", "last_ms"),
+    ):
+        parts = parts.unionByName(frame, allowMissingColumns=True)
+    merged = (
+        parts.repartition("master")
+        .groupBy("master", "part", "key")
+        .agg(
+            F.max("devices").alias("devices"),
+            F.unix_millis(F.min("first_seen")).alias("first_seen_ms"),
+            F.min_by("id_type", "first_seen").alias("id_type"),
+            F.max("expiry_ms").alias("expiry_ms"),
+            value_as_of(half_life_ms, as_of_ms).alias("value_as_of"),
+            F.max("last_ms").alias("last_ms"),
+        )
     )
-    merged_counters = decayed_sum(
-        counters.join(member_masters, "profile").select("master", "event_type", "value", "last_ms"),
-        ("master", "event_type"),
-        half_life_ms,
-        as_of_ms,
+
+    def entries(name: str, entry: Column, where: Column | None = None) -> Column:
+        """The master's merged parts ``name`` as a list of ``entry`` (nulls are not kept)."""
+        kept = F.col("part") == name if where is None else (F.col("part") == name) & where
+        return F.collect_list(F.when(kept, entry))
+
+    profile = F.struct(
+        F.col("key").alias("profile"),
+        "devices",
+        "first_seen_ms",
+        F.col("id_type"),
     )
-    component_counters = merged_counters.groupBy("master").agg(
-        F.map_from_entries(
-            F.collect_list(F.struct("event_type", F.struct("value", "last_ms")))
-        ).alias("counters")
+    counter = F.struct(
+        value_at_last("value_as_of", "last_ms", half_life_ms, as_of_ms).alias("value"),
+        "last_ms",
     )
-    described = members.join(attributes, "profile", "left")
-    oldest = described.groupBy("master").agg(
+    components = merged.groupBy("master").agg(
+        entries("profile", profile).alias("members"),
         F.slice(
-            F.array_sort(F.collect_list(F.struct("first_seen_ms", "profile", "id_type"))),
+            F.array_sort(
+                entries(
+                    "profile", F.struct("first_seen_ms", F.col("key").alias("profile"), "id_type")
+                )
+            ),
             1,
             max_associations + 1,
-        ).alias("oldest")
+        ).alias("oldest"),
+        F.map_from_entries(entries("segment", F.struct("key", "expiry_ms"))).alias("segments"),
+        F.map_from_entries(
+            entries("counter", F.struct("key", counter), F.col("value_as_of") >= F.lit(FLOOR))
+        ).alias("counters"),
     )
-    rows = (
-        described.join(component_segments, "master", "left")
-        .join(component_counters, "master", "left")
-        .join(oldest, "master", "left")
-    )
+    rows = components.select(
+        "master",
+        F.explode("members").alias("member"),
+        "oldest",
+        "segments",
+        # As a component without counters had none before: no map, not an empty one.
+        F.when(F.size("counters") > 0, F.col("counters")).alias("counters"),
+    ).select("member.*", "master", "oldest", "segments", "counters")
     others = F.slice(
         F.filter("oldest", lambda other: other["profile"] != F.col("profile")),
         1,

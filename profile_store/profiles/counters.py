@@ -15,10 +15,36 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 COUNTER_COLUMNS = ("value", "last_ms")
+
+
+FLOOR = 1e-9
+"""A counter that has decayed below this by the as-of time is dropped: the state stays bounded."""
+
+
+def _checked(half_life_ms: int) -> float:
+    if half_life_ms <= 0:
+        raise ValueError(f"half_life_ms must be positive, got {half_life_ms}")
+    return float(half_life_ms)
+
+
+def value_as_of(half_life_ms: int, as_of_ms: int) -> Column:
+    """The aggregate of a merge: the sum of the parts (``value``, ``last_ms``) decayed to
+    ``as_of_ms``, which must not be before any part's ``last_ms``."""
+    h = _checked(half_life_ms)
+    return F.sum(F.col("value") * F.pow(F.lit(2.0), (F.col("last_ms") - F.lit(as_of_ms)) / h))
+
+
+def value_at_last(
+    value_as_of: Column | str, last_ms: Column | str, half_life_ms: int, as_of_ms: int
+) -> Column:
+    """A merged counter's value at its latest part's time (``last_ms``, the max of the parts')
+    from its value at ``as_of_ms``."""
+    h = _checked(half_life_ms)
+    return F.col(value_as_of) * F.pow(F.lit(2.0), (F.lit(as_of_ms) - F.col(last_ms)) / h)
 
 
 def decayed_sum(
@@ -26,25 +52,20 @@ def decayed_sum(
     keys: Sequence[str],
     half_life_ms: int,
     as_of_ms: int,
-    floor: float = 1e-9,
+    floor: float = FLOOR,
 ) -> DataFrame:
     """Merge counter parts (``keys``, ``value``, ``last_ms``) into one counter per key.
 
     ``as_of_ms`` must not be before any part's ``last_ms``. Counters that have decayed below
     ``floor`` by ``as_of_ms`` are dropped, which keeps the state from growing forever.
     """
-    if half_life_ms <= 0:
-        raise ValueError(f"half_life_ms must be positive, got {half_life_ms}")
-    h = float(half_life_ms)
-    at_as_of = F.sum(F.col("value") * F.pow(F.lit(2.0), (F.col("last_ms") - F.lit(as_of_ms)) / h))
     merged = parts.groupBy(*keys).agg(
-        at_as_of.alias("value_as_of"), F.max("last_ms").alias("last_ms")
+        value_as_of(half_life_ms, as_of_ms).alias("value_as_of"),
+        F.max("last_ms").alias("last_ms"),
     )
     return merged.where(F.col("value_as_of") >= F.lit(floor)).select(
         *keys,
-        (F.col("value_as_of") * F.pow(F.lit(2.0), (F.lit(as_of_ms) - F.col("last_ms")) / h)).alias(
-            "value"
-        ),
+        value_at_last("value_as_of", "last_ms", half_life_ms, as_of_ms).alias("value"),
         "last_ms",
     )
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, timedelta
 from pathlib import PurePosixPath
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import (
     BooleanType,
@@ -60,7 +60,6 @@ from profile_store.lake.layout import (
 from profile_store.lake.storage import LakeStorage
 from profile_store.profiles.bulk_profiles import bulk_replace_profiles
 from profile_store.profiles.compaction import (
-    changed_profiles,
     compacted_rows,
     members_to_rewrite,
     next_counters,
@@ -248,14 +247,18 @@ def _activations(
     return history.select(*SEGMENTS_SCHEMA.fieldNames())
 
 
-def _attributes(profile_history: DataFrame, members: DataFrame) -> DataFrame:
+def _observed_sizes(members: DataFrame, observation: Observation) -> DataFrame:
+    """``members`` observing its rows and components (distinct masters) as it is computed:
+    no query of its own for either figure."""
+    first = F.row_number().over(Window.partitionBy("master").orderBy("profile")) == 1
     return (
-        profile_history.join(members.select("profile"), "profile", "left_semi")
-        .groupBy("profile")
-        .agg(
-            F.unix_millis(F.min("first_seen")).alias("first_seen_ms"),
-            F.min_by("id_type", "first_seen").alias("id_type"),
+        members.withColumn("first_of_component", first)
+        .observe(
+            observation,
+            F.count(F.lit(1)).alias("rows"),
+            F.count(F.when(F.col("first_of_component"), 1)).alias("components"),
         )
+        .drop("first_of_component")
     )
 
 
@@ -358,7 +361,7 @@ def rewrite_components(
     profile_history = read_history(spark, storage, IDENTITY_PROFILES, PROFILES_SCHEMA, day)
     rows = compacted_rows(
         members,
-        _attributes(profile_history, members),
+        profile_history,
         segments,
         counters,
         settings.half_life_ms,
@@ -438,7 +441,6 @@ def compact_day(
             events.select(F.col("user_id").alias("profile"))
             .unionByName(feed.select("profile"))
             .unionByName(unsynced.select("profile"))
-            .distinct()
         )
         previous_assignment_dir = day_dir(IDENTITY_COMPONENTS, previous_day)
         previous_assignment = (
@@ -455,24 +457,25 @@ def compact_day(
         hits = segment_hits(events, settings.rules).unionByName(feed).unionByName(unsynced_history)
         segments = next_segments(None, hits, as_of)
         counters = event_counters(events, h, as_of)
-        day_profiles = (
-            profile_history.select("profile").unionByName(feed.select("profile")).distinct()
-        )
+        day_profiles = profile_history.select("profile").unionByName(feed.select("profile"))
         previous_assignment = None
 
     segments = _overwrite(segments, storage, day_dir(PROFILE_SEGMENTS, day), SEGMENTS_SCHEMA)
     counters = _overwrite(counters, storage, day_dir(PROFILE_COUNTERS, day), COUNTERS_SCHEMA)
     assignment = spark.read.schema(ASSIGNMENT_SCHEMA).parquet(storage.spark_uri(assignment_dir))
 
-    changed = changed_profiles(day_profiles, assignment, previous_assignment).localCheckpoint(
-        eager=True
-    )
     suppression = Suppression.load(storage)
-    members = _not_suppressed(members_to_rewrite(changed, assignment), suppression)
+    # The figures the summary reports are observed while the members are computed, in the
+    # same query: profiles changed before the suppression, rows and components after it.
+    changes, sizes = Observation("changes"), Observation("sizes")
+    members = members_to_rewrite(
+        day_profiles, assignment, previous_assignment, every_component=previous_assignment is None
+    ).observe(changes, F.count(F.when(F.col("changed"), 1)).alias("profiles"))
+    members = _observed_sizes(_not_suppressed(members, suppression), sizes)
     members = members.localCheckpoint(eager=True)
     rows = compacted_rows(
         members,
-        _attributes(profile_history, members),
+        profile_history,
         segments,
         counters,
         h,
@@ -481,10 +484,7 @@ def compact_day(
     )
     # Computed once, streaming into the writers: rows is one row per member, so the day's
     # compacted_profiles output below is members', with no need to keep rows around.
-    sizes = members.agg(
-        F.count(F.lit(1)).alias("rows"), F.countDistinct("master").alias("components")
-    ).first()
-    write_path = settings.write_path(store_dir, int(sizes["rows"]))
+    write_path = settings.write_path(store_dir, int(sizes.get["rows"]))
     # One timestamp for every put and delete of the rows, on either path: a retried batch
     # writes the same versions, and both paths leave the same table.
     timestamp = int(time.time() * 1000)
@@ -530,9 +530,9 @@ def compact_day(
     return CompactionSummary(
         mode="incremental" if incremental else "full",
         write_path=write_path,
-        profiles_changed=changed.count(),
+        profiles_changed=int(changes.get["profiles"]),
         rows_written=written,
-        components_rewritten=int(sizes["components"]),
+        components_rewritten=int(sizes.get["components"]),
         stale_cells_removed=stale,
         edges_written=edges_written,
         edges_withdrawn=withdrawn_count,
