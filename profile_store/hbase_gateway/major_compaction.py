@@ -3,8 +3,13 @@ of what reads no longer see left in the gateway's files."""
 
 from __future__ import annotations
 
+import logging
+
+from .bulk_load import remove_abandoned_staging
 from .errors import GatewayIOError, show_bytes
 from .store import Store
+
+logger = logging.getLogger(__name__)
 
 MAJOR_WAL_ATTEMPTS = 1500  # tries 20 ms apart (30 s) to truncate a WAL another process reads
 
@@ -19,15 +24,19 @@ def major_compact(store: Store, name: bytes, wal_attempts: int = MAJOR_WAL_ATTEM
     are dropped (``reclaim.py``), every applied batch leaves the pending log, both SQLite files
     are rebuilt from their live rows (``purge``: ``VACUUM``, which leaves no byte of deleted
     content in free pages or in the unused parts of live pages, for every table of the store),
-    and both WALs are checkpointed and truncated to nothing. An ``IOError`` if another process
-    kept a WAL busy for ``wal_attempts`` tries, 20 ms apart: the compaction itself is done, the
-    copies in the WAL remain until the next checkpoint, and the caller knows it.
+    and both WALs are checkpointed and truncated to nothing. The staging directories of bulk
+    loads that died mid-way, which hold their cells, are removed too (``bulk_load.py``; a live
+    load's are not). An ``IOError`` if another process kept a WAL busy for ``wal_attempts``
+    tries, 20 ms apart: the compaction itself is done, the copies in the WAL remain until the
+    next checkpoint, and the caller knows it.
 
     Deletes between two major compactions leave their bytes in the file, as HBase's store files
     keep them until one (``secure_delete`` is off: zeroing each delete did not suffice, see
     ``purge``, and cost the background compactions about a tenth more).
     """
     store.compact(name, major=True)
+    for staging in remove_abandoned_staging(store.data_dir):
+        logger.info("removed %s, left by a bulk load that died", staging.name)
     if not purge(store, wal_attempts):
         raise GatewayIOError(
             f"IOException: major compaction of {show_bytes(name)} done, but a write-ahead log "

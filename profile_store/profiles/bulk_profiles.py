@@ -10,9 +10,6 @@ cells, timestamps, deletes of dropped segments, and rows of a later day left alo
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
@@ -27,17 +24,13 @@ from profile_store.hbase_gateway.bulk_load import (
     RowReplacement,
     cell_files,
     load_replacing_rows,
+    staging_directory,
 )
 from profile_store.hbase_gateway.store import Store
 from profile_store.profiles.profile_writer import REPLACED
 from profile_store.profiles.table import AS_OF, MASTER, PROFILE_PREFIX, TYPE_PROFILE
 
 PROFILE_REPLACEMENT = RowReplacement(families=REPLACED, columns=(MASTER,), guard=AS_OF)
-STAGING_PREFIX = "bulk-load-"
-"""Staging directories under the store's data directory; a load removes its own."""
-ABANDONED_AFTER_S = 24 * 3600
-"""A staging directory this old was left by a load that died (``kill -9``): the next load
-removes it. Loads of several days may run at once, so a younger one may be in use."""
 
 
 def _utf8(column: Column | str) -> Column:
@@ -147,30 +140,16 @@ def bulk_replace_profiles(
     returns (rows, stale cells removed), as ``profile_writer.write_profiles``."""
     store_dir = Path(store_dir)
     store_dir.mkdir(parents=True, exist_ok=True)
-    remove_abandoned_staging(store_dir)
-    staging = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=store_dir))
-    try:
+    with staging_directory(store_dir) as staging:
+        files = staging / "cells"  # Spark's overwrite replaces this, not the owned directory
         cells = profile_cell_frame(rows, as_of_ms)
         (
             cells.write.mode("overwrite")
             .option("maxRecordsPerFile", 0)  # a row's cells stay in one file
-            .parquet(staging.resolve().as_uri())
+            .parquet(files.resolve().as_uri())
         )
-        result = load_profiles(store_dir, table_name, cell_files(staging), half_life_ms, timestamp)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        result = load_profiles(store_dir, table_name, cell_files(files), half_life_ms, timestamp)
     return result.rows, result.cells_deleted
-
-
-def remove_abandoned_staging(store_dir: Path, now: float | None = None) -> list[Path]:
-    """Remove the staging directories older than ``ABANDONED_AFTER_S``; returns them."""
-    now = time.time() if now is None else now
-    removed = []
-    for staging in store_dir.glob(f"{STAGING_PREFIX}*"):
-        if staging.is_dir() and now - staging.stat().st_mtime > ABANDONED_AFTER_S:
-            shutil.rmtree(staging, ignore_errors=True)
-            removed.append(staging)
-    return removed
 
 
 def load_profiles(

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import DagsterInstance, materialize
 from daily_runs import lake_resources
+from killed_bulk_load import killed_load
 from scenario import A_IDS, APP, B_IDS, EMAIL_A, EMAIL_B, FORGOTTEN_TEXTS, LOGINS, P_IDS, plant
 
 from profile_assets.definitions import daily_assets
@@ -33,6 +34,7 @@ from profile_store.erasure.requests import REQUESTS, GivenId
 from profile_store.erasure.sketch_retention import id_hashes, retention
 from profile_store.generator.lake import generate_lake
 from profile_store.hbase.pool import table_opener
+from profile_store.hbase_gateway.bulk_load import STAGING_PREFIX, staging_directory
 from profile_store.identity.pipeline import latest_assignment_dir
 from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.table import PROFILE_TABLE, column, edge_key, lookup_key, profile_key
@@ -185,9 +187,14 @@ def erased(spark, tmp_path_factory):
             request_file = json.loads(
                 (root / REQUESTS / f"{request.request.request_id}.json").read_text()
             )
-        gateway_files_before = _gateway_files_holding(hbase_dir, needles)
-        step = _run([erasure], resources, instance)
-        gateway_files_after = _gateway_files_holding(hbase_dir, needles)
+        # A bulk load killed mid-way left the person's ids in its staging directory; another
+        # load is running while the erasure does.
+        with staging_directory(hbase_dir) as running:
+            killed = killed_load(hbase_dir, b" ".join(needles))
+            gateway_files_before = _gateway_files_holding(hbase_dir, needles)
+            step = _run([erasure], resources, instance)
+            gateway_files_after = _gateway_files_holding(hbase_dir, needles)
+            staging_after = sorted(hbase_dir.glob(f"{STAGING_PREFIX}*"))
         with hbase.connection() as connection:
             sketches = connection.table(SKETCH_TABLE)
             after = SimpleNamespace(
@@ -224,6 +231,7 @@ def erased(spark, tmp_path_factory):
             step=step,
             gateway_files_before=gateway_files_before,
             gateway_files_after=gateway_files_after,
+            staging=SimpleNamespace(killed=killed, running=running, after=staging_after),
             later_day_gateway_files=later_day_gateway_files,
             after=after,
             later_day=later_day,
@@ -315,6 +323,12 @@ def test_once_the_run_reports_done_no_gateway_file_holds_an_id_the_login_or_a_ha
     assert erased.gateway_files_before
     assert erased.gateway_files_after == []
     assert erased.later_day_gateway_files == []
+
+
+def test_the_erasure_removes_a_killed_bulk_loads_staging_but_not_a_running_loads(erased):
+    assert erased.staging.after == [erased.staging.running]
+    killed = erased.staging.killed.name
+    assert any(path.startswith(killed) for path in erased.gateway_files_before)  # it held ids
 
 
 def test_the_components_the_person_bridged_split_with_the_oldest_as_master(erased):

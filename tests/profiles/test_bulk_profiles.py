@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import time
-
 import happybase
 import pytest
 from bulk_profile_rows import (
@@ -19,16 +16,10 @@ from bulk_profile_rows import (
     write_the_days,
 )
 
+from profile_store.hbase_gateway.bulk_load import STAGING_PREFIX
 from profile_store.hbase_gateway.errors import GatewayIOError
 from profile_store.hbase_gateway.process import EmbeddedGateway
-from profile_store.profiles.bulk_profiles import (
-    ABANDONED_AFTER_S,
-    STAGING_PREFIX,
-    counter_values,
-    load_profiles,
-    profile_cell_frame,
-    remove_abandoned_staging,
-)
+from profile_store.profiles.bulk_profiles import counter_values, load_profiles, profile_cell_frame
 from profile_store.profiles.profile_writer import profile_row
 from profile_store.profiles.table import PROFILE_TABLE, ensure_table, profile_cells, profile_key
 
@@ -100,15 +91,6 @@ def test_a_bulk_load_removes_its_staging_directory(spark, gateway_table) -> None
     bulk_dir, table = gateway_table("bulk")
     write_the_days(spark, table, bulk_writer(bulk_dir))
     assert not list(bulk_dir.glob(f"{STAGING_PREFIX}*"))
-
-
-def test_a_staging_directory_left_by_a_dead_load_goes_after_a_day(tmp_path) -> None:
-    old, young = tmp_path / f"{STAGING_PREFIX}old", tmp_path / f"{STAGING_PREFIX}young"
-    old.mkdir(), young.mkdir()
-    now = time.time()
-    os.utime(old, (now - ABANDONED_AFTER_S - 60,) * 2)
-    assert remove_abandoned_staging(tmp_path, now) == [old]
-    assert not old.exists() and young.exists()
 
 
 def test_a_bulk_load_into_a_missing_table_fails_naming_it(spark, tmp_path) -> None:
