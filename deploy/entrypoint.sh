@@ -15,10 +15,14 @@ webserver)
 daemon)
     # The job page's Auto-materialize tag follows automation_sensor (on), not the switch of
     # Dagster's pre-sensor daemon that a new instance stores as paused (docs/dagster-ui.md).
-    python -c 'from dagster import DagsterInstance
+    # Asking for --help reads and writes no instance.
+    case " $* " in
+    *" --help "*) ;;
+    *) python -c 'from dagster import DagsterInstance
 from sensors.automation_sensor import automation_tag_follows_the_sensor
 with DagsterInstance.get() as instance:
-    automation_tag_follows_the_sensor(instance)'
+    automation_tag_follows_the_sensor(instance)' ;;
+    esac
     exec dagster-daemon run -w "$workspace" "$@" ;;
 code-server)
     # The event stream sensor (evaluated here) reads the stream jobs' own reports from their
