@@ -123,11 +123,12 @@ def create_app(
     app.include_router(audience_router(engine, current_tenant))
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = FastAPI.openapi(app)
-            schema.setdefault("components", {}).setdefault("schemas", {}).update(query_schemas())
-            document_request_errors(schema)
-        return app.openapi_schema
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = FastAPI.openapi(app)  # also kept as app.openapi_schema
+        schema.setdefault("components", {}).setdefault("schemas", {}).update(query_schemas())
+        document_request_errors(schema)
+        return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
     install_edge(app, tenants)

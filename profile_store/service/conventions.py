@@ -38,7 +38,7 @@ NOT_BLANK = "[^" + "".join(f"\\u{c:04x}" for c in range(0x3001) if chr(c).isspac
 """A JSON Schema pattern: some character that is not whitespace to Python's ``str.strip``,
 which is how the service tells a blank text (``\\S`` would differ on a few characters)."""
 BODY_TIMEOUT_VARIABLE = HTTP_BODY_TIMEOUT_SECONDS.name
-DEFAULT_BODY_TIMEOUT_S = HTTP_BODY_TIMEOUT_SECONDS.default
+DEFAULT_BODY_TIMEOUT_S = HTTP_BODY_TIMEOUT_SECONDS.number_default
 
 
 class ErrorResponse(BaseModel):
