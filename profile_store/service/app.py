@@ -130,6 +130,7 @@ def create_app(
         document_request_errors(schema)
         return schema
 
+    # FastAPI's documented way to customise the schema: replace app.openapi.
     app.openapi = openapi  # type: ignore[method-assign]
     install_edge(app, tenants)
     return app
