@@ -24,11 +24,13 @@ $(DAGSTER_HOME)/dagster.yaml: examples/dagster.local.yaml
 demo: java $(BIN)/.installed $(DAGSTER_HOME)/dagster.yaml
 	$(BIN)/python -m profile_assets.demo
 
-# ruff, and import-linter's contracts (.importlinter): the layers, top to bottom.
+# ruff, import-linter's contracts (.importlinter): the layers, top to bottom; then mypy, the
+# type checker ([tool.mypy] in pyproject.toml).
 lint: $(BIN)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 test: java lint
 	@command -v mvn >/dev/null 2>&1 || { echo "the conformance suite starts a real Apache HBase whose jars Maven resolves: install Maven first (Debian: apt-get install -y maven)"; exit 1; }

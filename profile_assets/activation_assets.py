@@ -27,6 +27,8 @@ def _report(result: ActivatedAudience, members: int, engine: AudienceEngine) -> 
     """What metadata shows of one audience: its exact members beside the sketch estimate of the
     same tree and days (which should hold the count within its 95% bounds)."""
     audience = result.audience
+    if audience.activation is None:  # activated() yields only activated audiences
+        raise ValueError(f"audience {audience.id}: not activated")
     entry = {
         "tenant": audience.tenant,
         "audience": audience.name,
@@ -37,6 +39,8 @@ def _report(result: ActivatedAudience, members: int, engine: AudienceEngine) -> 
     if result.skipped:
         return {**entry, "skipped": result.skipped}
     entry["members"] = members
+    if result.query is None:  # only a skipped audience has no query
+        raise ValueError(f"audience {audience.id}: evaluated without a query")
     try:
         estimate = engine.estimate(query_tree(result.query))
     except QueryError as exc:

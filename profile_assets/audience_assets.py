@@ -128,6 +128,8 @@ def trimmed_attributes(
         part = session.read.parquet(storage.spark_uri(day_dir(ATTRIBUTE_STATS, d)))
         part = part.withColumn("date", F.lit(d.isoformat()))
         stats = part if stats is None else stats.unionByName(part)
+    if stats is None:  # the day's own stats come first (an upstream asset)
+        raise RuntimeError(f"{day}: no attribute stats in the trim window")
     decisions = trim_decisions(stats, rule, len(present))
     target = storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, day))
     decisions.coalesce(1).write.mode("overwrite").parquet(target)

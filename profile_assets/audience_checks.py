@@ -29,6 +29,7 @@ from profile_store.audiences.accuracy import (
     AccuracyBars,
     AccuracyReport,
     ErrorSummary,
+    ModeReport,
     error_histogram,
 )
 from profile_store.audiences.accuracy_run import AccuracyRun, run_accuracy
@@ -127,6 +128,8 @@ def audience_estimation_error(
         part = session.read.parquet(storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, d)))
         part = part.withColumn("date", F.lit(d.isoformat()))
         decisions = part if decisions is None else decisions.unionByName(part)
+    if decisions is None:
+        raise RuntimeError(f"{day}: no built day of audience sketches to check")
 
     @contextlib.contextmanager
     def open_table():
@@ -171,7 +174,7 @@ def audience_estimation_error(
         **_estimation_metadata(report, bars),
         "estimation_mode_sought": run.sought,
         "exact_mode_answers": exact.answers if exact else 0,
-        "exact_mode_max_error_pct": round(exact.to_answer.max * 100, 3) if exact else 0.0,
+        "exact_mode_max_error_pct": exact_mode_max_error_pct(exact),
         "max_exact_mode_error_pct": config.max_exact_mode_error * 100,
         "all_bounds_hold_pct": round(report.overall.bounds_coverage * 100, 2),
         "error_percentiles_pct": MetadataValue.json(_percentiles(report)),
@@ -297,6 +300,14 @@ DAYS_SCHEMA = TableSchema(
 EVALUATIONS_PER_DAY = 5  # the check's recorded evaluations read back per day of the window
 
 
+def exact_mode_max_error_pct(exact: ModeReport | None) -> float:
+    """The exact mode's largest error relative to its answer, in percent; 0 when none of its
+    answers was judged relative to itself (or it gave none)."""
+    if exact is None or exact.to_answer is None:
+        return 0.0
+    return round(exact.to_answer.max * 100, 3)
+
+
 def _day_row(day: str, passed: bool, figures: Mapping[str, object]) -> dict:
     """A day's row of ``accuracy_by_day`` from its evaluation's metadata values (None where
     nothing was judged relative to the answer)."""
@@ -309,7 +320,9 @@ def _day_row(day: str, passed: bool, figures: Mapping[str, object]) -> dict:
         "judged_to_answer": figures.get("estimation_mode_judged_to_answer"),
         "mean_error_pct": mean,
         "limit_pct": limit,
-        "met": None if mean is None or limit is None else mean <= limit,
+        "met": mean <= limit
+        if isinstance(mean, int | float) and isinstance(limit, int | float)
+        else None,
     }
 
 

@@ -1,6 +1,13 @@
 """What every asset check does with a failure, and with a day that gives it nothing to judge."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 from dagster import AssetCheckExecutionContext, AssetCheckResult, AssetCheckSeverity
+
+if TYPE_CHECKING:  # the type of a metadata value that AssetCheckResult wraps itself
+    from dagster._core.definitions.metadata import RawMetadataValue
 
 NOTHING_TO_JUDGE = "nothing_to_judge"
 
@@ -17,7 +24,7 @@ def logged(context: AssetCheckExecutionContext, result: AssetCheckResult) -> Ass
     return result
 
 
-def nothing_to_judge(reason: str, **metadata: object) -> AssetCheckResult:
+def nothing_to_judge(reason: str, **metadata: RawMetadataValue) -> AssetCheckResult:
     """A pass that says there was nothing to measure (a day without events is a valid day).
 
     Passing keeps the day's downstream assets running; saying so keeps a vacuous pass from
@@ -31,7 +38,9 @@ def nothing_to_judge(reason: str, **metadata: object) -> AssetCheckResult:
     )
 
 
-def problems_found(found: list[str], all_well: str, /, **metadata: object) -> AssetCheckResult:
+def problems_found(
+    found: list[str], all_well: str, /, **metadata: RawMetadataValue
+) -> AssetCheckResult:
     """A check that looks for problems: it passes when there is none, and its description names
     the first three (the metadata holds the rest)."""
     return AssetCheckResult(

@@ -204,8 +204,9 @@ def _print_profiles(lake_root: Path, days: list[date], persons: int = 3) -> None
         # One person of the activated audience first, then the largest persons.
         by_size.sort(key=lambda item: not (set(item[1]) & activated))
         for master, ids in by_size:
-            views = [reader.profile(profile, now_ms=as_of) for profile in sorted(ids)]
-            if not views[0] or not views[0].segments or shown == persons:
+            read = [reader.profile(profile, now_ms=as_of) for profile in sorted(ids)]
+            views = [view for view in read if view is not None]
+            if read[0] is None or not views[0].segments or shown == persons:
                 continue
             shown += 1
             first = views[0]
@@ -375,6 +376,8 @@ def show_real_time(
         person = pick_person(reader, persons_by_master(lake_root), seen)
         if person is None:
             raise LiveDemoError(f"no person of 2+ ids active on {days[-1]} is outside {SEGMENT}")
+        if SEGMENT_RULE.app_id is None:
+            raise LiveDemoError(f"the {SEGMENT} segment's rule names no app")
         key = tenant_key(SEGMENT_RULE.app_id)
         t0 = time.monotonic()
         broker.start()

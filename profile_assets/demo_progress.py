@@ -108,9 +108,13 @@ def quarantine_note(metadata: Mapping) -> str | None:
     count = _value(metadata.get("quarantined_keys"))
     if not count:
         return None
-    by_reason = _value(metadata.get("quarantined_by_reason")) or {}
+    by_reason = _value(metadata.get("quarantined_by_reason"))
+    if not isinstance(by_reason, Mapping):
+        by_reason = {}
     reasons = ", ".join(f"{reason}: {n:,}" for reason, n in sorted(by_reason.items()))
-    top = _value(metadata.get("top_quarantined")) or []
+    top = _value(metadata.get("top_quarantined"))
+    if not isinstance(top, list):
+        top = []
     named = ", ".join(
         f"{key['key_type']} {key['key']!r} ({key['profiles']:,} profiles)" for key in top[:3]
     )
@@ -129,7 +133,7 @@ def _value(entry: object) -> object:
 def step_progress_logger(out: TextIO = sys.stdout) -> LoggerDefinition:
     """A logger definition printing to ``out``; add it to a job with ``with_logger_defs``."""
 
-    @logger(description="One line per finished asset and check, with seconds.")
+    @logger(config_schema=None, description="One line per finished asset and check, with seconds.")
     def progress(_init_context: InitLoggerContext) -> logging.Logger:
         printer = logging.Logger("demo_progress", level=logging.DEBUG)
         printer.addHandler(StepProgressHandler(out))

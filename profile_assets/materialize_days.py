@@ -26,7 +26,7 @@ from resources import resources_from_env
 def materialize_day(day: str, resources: dict, instance: DagsterInstance):
     """Every daily asset and check for ``day``, in this process; failures are in the result."""
     return materialize(
-        [*daily_assets, *defs.asset_checks],
+        [*daily_assets, *(defs.asset_checks or ())],
         partition_key=day,
         resources=resources,
         instance=instance,
@@ -61,6 +61,7 @@ def main(argv: list[str] | None = None) -> int:
             timings[day] = {
                 stats.step_key: stats.end_time - stats.start_time
                 for stats in instance.get_run_step_stats(result.run_id)
+                if stats.end_time is not None and stats.start_time is not None
             }
     finally:
         resources["hbase"].close()

@@ -162,6 +162,8 @@ def _lake_counts(session: SparkSession, storage: LakeStorage, day: date) -> Quar
         F.count("file_bytes").alias("files"),
         F.coalesce(F.sum("file_bytes"), F.lit(0)).alias("bytes"),
     ).first()
+    if counts is None:  # a global aggregation has one row, even over no rows
+        raise RuntimeError("the quarantine's counts returned no row")
     return QuarantineCounts(clean, counts["rows"], counts["files"], counts["bytes"])
 
 

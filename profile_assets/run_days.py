@@ -25,7 +25,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from pathlib import Path
@@ -48,7 +48,7 @@ def days_between(first: date, last: date) -> list[date]:
     return [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
 
-def check_partitions(days: list[date], partition_keys: list[str]) -> None:
+def check_partitions(days: list[date], partition_keys: Sequence[str]) -> None:
     """Every day must be a partition; the message says which are not, and what to change."""
     known = set(partition_keys)
     outside = [d.isoformat() for d in days if d.isoformat() not in known]

@@ -8,7 +8,6 @@ from the same rules; the launchpad's ``resources.identity.config`` changes them 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, fields
 
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field
@@ -49,12 +48,16 @@ class IdentityResource(ConfigurableResource):
 
     @classmethod
     def from_rules(cls, rules: BridgingRules) -> IdentityResource:
-        values = asdict(rules)
         return cls(
-            **{
-                name: list(value) if isinstance(value, tuple) else value
-                for name, value in values.items()
-            }
+            member_weight=rules.member_weight,
+            alt_id_weights=dict(rules.alt_id_weights),
+            fuzzy_enabled=rules.fuzzy_enabled,
+            fuzzy_weight=rules.fuzzy_weight,
+            fuzzy_window_minutes=rules.fuzzy_window_minutes,
+            max_profiles_per_key=rules.max_profiles_per_key,
+            history_days=rules.history_days,
+            blocklist=list(rules.blocklist),
+            blocklist_patterns=list(rules.blocklist_patterns),
         )
 
     @classmethod
@@ -64,12 +67,16 @@ class IdentityResource(ConfigurableResource):
 
     def rules(self) -> BridgingRules:
         """The resource's rules, validated (a bad value raises ``ValueError`` naming it)."""
-        values = {f.name: getattr(self, f.name) for f in fields(BridgingRules)}
         return BridgingRules(
-            **{
-                name: tuple(value) if isinstance(value, list) else value
-                for name, value in values.items()
-            }
+            member_weight=self.member_weight,
+            alt_id_weights=dict(self.alt_id_weights),
+            fuzzy_enabled=self.fuzzy_enabled,
+            fuzzy_weight=self.fuzzy_weight,
+            fuzzy_window_minutes=self.fuzzy_window_minutes,
+            max_profiles_per_key=self.max_profiles_per_key,
+            history_days=self.history_days,
+            blocklist=tuple(self.blocklist),
+            blocklist_patterns=tuple(self.blocklist_patterns),
         )
 
     def setup_for_execution(self, context: InitResourceContext) -> None:

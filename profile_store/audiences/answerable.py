@@ -228,14 +228,11 @@ def proposal_sentence(proposal: Proposal | None, ranges: Sequence[tuple[date, da
 def largest_run(days: Iterable[date]) -> tuple[date, date] | None:
     """The longest run of consecutive days (the latest of equally long runs)."""
     best: tuple[date, date] | None = None
-    run_start: date | None = None
-    previous: date | None = None
+    run: tuple[date, date] | None = None
     for day in sorted(set(days)):
-        if previous is None or day != previous + timedelta(days=1):
-            run_start = day
-        previous = day
-        if best is None or (day - run_start) >= (best[1] - best[0]):
-            best = (run_start, day)
+        run = (day, day) if run is None or day != run[1] + timedelta(days=1) else (run[0], day)
+        if best is None or (day - run[0]) >= (best[1] - best[0]):
+            best = run
     return best
 
 

@@ -190,8 +190,8 @@ def leaf_dates(query: Node) -> list[dict]:
     return [
         {
             "path": leaf.path,
-            "date_from": leaf.date_from.isoformat(),
-            "date_to": leaf.date_to.isoformat(),
+            "date_from": leaf.span[0].isoformat(),
+            "date_to": leaf.span[1].isoformat(),
             **({"last_days": leaf.last_days} if leaf.last_days is not None else {}),
         }
         for leaf in leaves(query)
@@ -300,8 +300,8 @@ class AudienceEngine:
         with self.open_table() as table:
             query = self._resolved(table, query)
             all_leaves = leaves(query)
-            first = min(leaf.date_from for leaf in all_leaves)
-            last = max(leaf.date_to for leaf in all_leaves)
+            first = min(leaf.span[0] for leaf in all_leaves)
+            last = max(leaf.span[1] for leaf in all_leaves)
             span = (last - first).days + 1
             if span > MAX_CHART_DAYS:
                 raise QueryError(
@@ -367,7 +367,7 @@ class AudienceEngine:
 
     def _scan_combinations(self, table, leaf: Leaf, sketch_column: bytes) -> LeafRows:
         """A leaf with attribute filters: its range's matching combination rows, one scan."""
-        start, stop = leaf_scan_range(leaf.app_id, leaf.event_type, leaf.date_from, leaf.date_to)
+        start, stop = leaf_scan_range(leaf.app_id, leaf.event_type, *leaf.span)
         columns = [sketch_column, AGGREGATE_MARK, KEPT, TRIMMED] + [
             attribute_column(name) for name in leaf.attributes
         ]
@@ -460,7 +460,7 @@ def _refusal(table, all_leaves: list[Leaf], reads: dict[str, LeafRows]) -> Unans
     leaf order, and what every leaf can answer instead; ``path`` is the first refused leaf
     (its attribute when an attribute is its first cause)."""
     causes = [cause for leaf in all_leaves for cause in reads[leaf.path].causes]
-    ranges = [(leaf.date_from, leaf.date_to) for leaf in all_leaves]
+    ranges = [leaf.span for leaf in all_leaves]
     proposal = propose(
         ranges,
         (day for cause in causes for day in cause.days),
@@ -486,7 +486,7 @@ def _refused_around(table, all_leaves: list[Leaf]) -> list[set[date]]:
     built-day markers of the days where some leaf has none."""
     reach = timedelta(days=NEAREST_REACH_DAYS)
     around = {
-        leaf.path: days_between(leaf.date_from - reach, leaf.date_to + reach) for leaf in all_leaves
+        leaf.path: days_between(leaf.span[0] - reach, leaf.span[1] + reach) for leaf in all_leaves
     }
     keys = {
         aggregate_rowkey(leaf.app_id, leaf.event_type, day): (leaf.app_id, leaf.event_type, day)

@@ -72,10 +72,15 @@ class Leaf:
     attributes: dict[str, str] = field(default_factory=dict)
     last_days: int | None = None
 
-    def days(self) -> list[date]:
+    @property
+    def span(self) -> tuple[date, date]:
+        """``(date_from, date_to)``; a ValueError while a relative leaf is unresolved."""
         if self.date_from is None or self.date_to is None:
             raise ValueError(f"{self.path}: last_days not resolved against a built day yet")
-        return days_between(self.date_from, self.date_to)
+        return self.date_from, self.date_to
+
+    def days(self) -> list[date]:
+        return days_between(*self.span)
 
 
 @dataclass(frozen=True)

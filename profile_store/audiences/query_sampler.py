@@ -72,7 +72,7 @@ def build_catalog(
         .groupBy("app_id", "event_type", "attribute", "v")
         .count()
     )
-    top = {}
+    top: dict[tuple[str, str, str], list[tuple[int, str]]] = {}
     for row in values.collect():
         top.setdefault((row.app_id, row.event_type, row.attribute), []).append(
             (row["count"], row.v)
@@ -110,7 +110,7 @@ class AskedTrees:
 
     def first_new(self, trees: Iterable[dict], count: int) -> list[dict]:
         """The first ``count`` new trees of ``trees`` (fewer when it runs out)."""
-        kept = []
+        kept: list[dict] = []
         for tree in trees:
             if len(kept) == count:
                 break

@@ -336,8 +336,7 @@ class SavedAudiences:
             name = check_name(name)
         with self.open_table() as table:
             for _ in range(MAX_ATTEMPTS):
-                stored = self._current(table, tenant, audience_id)
-                current = stored.audience
+                stored, current = self._current(table, tenant, audience_id)
                 updated = replace(
                     current,
                     name=current.name if name is None else name,
@@ -352,7 +351,7 @@ class SavedAudiences:
     def delete(self, tenant: str, audience_id: str) -> None:
         with self.open_table() as table:
             for _ in range(MAX_ATTEMPTS):
-                stored = self._current(table, tenant, audience_id)
+                stored, _ = self._current(table, tenant, audience_id)
                 if check_and_put(table, stored.key, RECORD, stored.raw, b""):
                     table.delete(stored.key)
                     for claim in claims_of(stored.audience):
@@ -385,9 +384,10 @@ class SavedAudiences:
 
     # -- the compare-and-set protocol (module docstring) ------------------------------------
 
-    def _current(self, table, tenant: str, audience_id: str) -> StoredRow:
-        """The audience's row, with no pending change left (a stopped one is cancelled): else
-        ``UnknownAudience``, or ``ConcurrentChange`` while another change is under way."""
+    def _current(self, table, tenant: str, audience_id: str) -> tuple[StoredRow, SavedAudience]:
+        """The audience's row, with no pending change left (a stopped one is cancelled), and its
+        audience: else ``UnknownAudience``, or ``ConcurrentChange`` while another change is
+        under way."""
         if not audience_id.isalnum():
             raise UnknownAudience(audience_id)
         key = _row_key(tenant, audience_id)
@@ -396,7 +396,7 @@ class SavedAudiences:
             if stored is None or stored.audience is None:
                 raise UnknownAudience(audience_id)
             if stored.pending is None:
-                return stored
+                return stored, stored.audience
             if not stored.pending.stopped(self.clock()):
                 raise ConcurrentChange("$", "another change of this audience is under way: retry")
             self._cancel(table, stored)

@@ -46,7 +46,11 @@ class CommandLineParser(argparse.ArgumentParser):
 
     def _check_value(self, action: argparse.Action, value: object) -> None:
         choices = action.choices
-        if isinstance(action, argparse._SubParsersAction) and value not in choices:
+        if (
+            isinstance(action, argparse._SubParsersAction)
+            and choices is not None
+            and value not in choices
+        ):
             close = difflib.get_close_matches(str(value), list(choices), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else ""
             known = ", ".join(sorted(choices))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import io
 import json
 import os
 import sys
@@ -28,7 +29,7 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 from profile_store.cli.argument_types import positive_int, positive_number, whole_number
 from profile_store.cli.conventions import EXIT_FAILURE, EXIT_INPUT, EXIT_OK, add_json_option
@@ -109,7 +110,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def _open(path: Path) -> BinaryIO:
+def _open(path: Path) -> io.BufferedIOBase:
     return gzip.open(path, "rb") if path.name.endswith(".gz") else open(path, "rb")  # noqa: SIM115
 
 
@@ -208,10 +209,10 @@ def run_send(args: argparse.Namespace) -> int:
     if args.as_json:
         print(json.dumps({**report.as_dict(), "complete": code == EXIT_OK}))
     else:
-        rejected = ", ".join(f"{r} {n}" for r, n in sorted(report.rejected.items()))
+        by_reason = ", ".join(f"{r} {n}" for r, n in sorted(report.rejected.items()))
         print(
             f"{report.lines} lines from {report.files} files: {report.accepted} accepted, "
-            f"{sum(report.rejected.values())} rejected" + (f" ({rejected})" if rejected else "")
+            f"{sum(report.rejected.values())} rejected" + (f" ({by_reason})" if by_reason else "")
         )
         for example in report.examples:
             print(f"  {example}")

@@ -36,9 +36,21 @@ def person_as_json(person: Person) -> dict:
 
 
 def person_from_json(body: dict) -> Person:
-    sets = {name: frozenset(body[name]) for name in _SETS}
-    pairs = {name: frozenset(tuple(pair) for pair in body[name]) for name in _PAIRS}
-    return Person(known=body["known"], **sets, **pairs)
+    def pairs(name: str) -> frozenset[tuple[str, str]]:
+        return frozenset((first, second) for first, second in body[name])
+
+    return Person(
+        known=body["known"],
+        profiles=frozenset(body["profiles"]),
+        logins=frozenset(body["logins"]),
+        component_members=frozenset(body["component_members"]),
+        spellings=frozenset(body["spellings"]),
+        keys=pairs("keys"),
+        own_alternates=pairs("own_alternates"),
+        given_keys=pairs("given_keys"),
+        edges=pairs("edges"),
+        quarantined=pairs("quarantined"),
+    )
 
 
 @dataclass

@@ -126,11 +126,11 @@ def carry_out_pending(
         outcomes.append(_carry_out(spark, storage, targets, batch, by_id, rebuild_sketches))
     fresh = [request for request in requests if request.request_id not in held]
     if fresh:
-        batch, refused = begin_batch(spark, storage, targets, fresh)
+        begun, refused = begin_batch(spark, storage, targets, fresh)
         outcome = BatchOutcome(None, refused=refused)
-        if batch is not None:
-            outcome = _carry_out(spark, storage, targets, batch, by_id, rebuild_sketches)
-            outcome = BatchOutcome(batch.batch_id, outcome.reports, refused, outcome.retained)
+        if begun is not None:
+            outcome = _carry_out(spark, storage, targets, begun, by_id, rebuild_sketches)
+            outcome = BatchOutcome(begun.batch_id, outcome.reports, refused, outcome.retained)
         outcomes.append(outcome)
     return outcomes
 

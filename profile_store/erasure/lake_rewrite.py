@@ -31,6 +31,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import asdict, dataclass, field
 from datetime import date
 from pathlib import PurePosixPath
@@ -271,7 +272,7 @@ def _remove_rows(
     predicate, named = rows
     matched = _matched(spark, storage, area, predicate)
     days = _days_of(matched)
-    if not days:
+    if matched is None or not days:
         return days
     for (_, request), count in _by_request(matched, "date", named, owners).items():
         result.rows_by_request[request][area] += count
@@ -290,7 +291,7 @@ def _rewrite_text_files(
     spark: SparkSession,
     storage: LakeStorage,
     directory: str,
-    ids: set[str],
+    ids: AbstractSet[str],
     owners: DataFrame,
     result: LakeErasure,
 ) -> bool:
@@ -442,11 +443,11 @@ def erase_from_lake(
     ingested |= {p.split("=")[1] for p in result.partitions if p.startswith(QUARANTINE)}
     ids = person.suppressed_ids
     for folder in _landing_days(storage):
-        day = folder.removeprefix("date=")
-        if day in ingested or not storage.exists(day_dir(EVENTS, day)):
-            directory = day_dir(LANDING, day)
+        day_text = folder.removeprefix("date=")
+        if day_text in ingested or not storage.exists(day_dir(EVENTS, day_text)):
+            directory = day_dir(LANDING, day_text)
             if _rewrite_text_files(spark, storage, directory, ids, owners, result):
-                _mark_rewritten(storage, day)
+                _mark_rewritten(storage, day_text)
     if storage.exists(SEGMENT_FEED):
         for folder in sorted(
             {PurePosixPath(f.path).parts[1] for f in storage.list_files(SEGMENT_FEED)}

@@ -23,7 +23,7 @@ REQUESTS = "erasure/requests"
 PROFILE_ID = "profile"
 """The key type of a device or cookie id (the events' ``user_id``), the default."""
 
-DEFAULT_MAX_PROFILES = ERASURE_MAX_PROFILES.default
+DEFAULT_MAX_PROFILES = ERASURE_MAX_PROFILES.integer_default
 MAX_PROFILES_ENV = ERASURE_MAX_PROFILES.name
 
 

@@ -28,7 +28,7 @@ from profile_store.lake.storage import LakeStorage
 
 def id_hashes(ids: Iterable[str]) -> set[bytes]:
     """The 8 bytes each id's hash has in a serialized sketch."""
-    found = set()
+    found: set[bytes] = set()
     for value in ids:
         sketch = update_theta_sketch()
         sketch.update(value)

@@ -24,7 +24,7 @@ from profile_store.settings.definitions import (
 
 DEFAULT_BOOTSTRAP_SERVERS = "127.0.0.1:9092"
 DEFAULT_TOPIC = "events"
-DEFAULT_PARTITIONS = KAFKA_PARTITIONS.default
+DEFAULT_PARTITIONS = KAFKA_PARTITIONS.integer_default
 
 # librdkafka properties that carry the path's guarantees; the environment may not change them.
 GUARANTEED_PROPERTIES = frozenset(
@@ -107,8 +107,11 @@ class EventBusSettings:
                 "PROFILES_KAFKA_BOOTSTRAP_SERVERS", DEFAULT_BOOTSTRAP_SERVERS
             ),
             topic=env.get("PROFILES_KAFKA_TOPIC", DEFAULT_TOPIC),
-            partitions=_whole_number(env, KAFKA_PARTITIONS),
-            replication_factor=_whole_number(env, KAFKA_REPLICATION_FACTOR),
+            partitions=_whole_number(env, KAFKA_PARTITIONS) or KAFKA_PARTITIONS.integer_default,
+            replication_factor=(
+                _whole_number(env, KAFKA_REPLICATION_FACTOR)
+                or KAFKA_REPLICATION_FACTOR.integer_default
+            ),
             min_insync_replicas=_whole_number(env, KAFKA_MIN_INSYNC_REPLICAS),
             client_properties=_properties(env.get("PROFILES_KAFKA_CONFIG_JSON", "")),
         )
@@ -120,7 +123,7 @@ class EventBusSettings:
 
 def _whole_number(env: Mapping[str, str], setting: Setting) -> int | None:
     try:
-        return setting.read(env)
+        return setting.read_integer(env)
     except SettingError as error:
         raise EventBusSettingsError(str(error)) from None
 
@@ -143,4 +146,6 @@ def _properties(text: str) -> dict[str, Any]:
 def _json_type(value: object) -> str:
     if value is None:
         return "null"
-    return {dict: "an object", list: "an array"}.get(type(value), type(value).__name__)
+    if isinstance(value, dict):
+        return "an object"
+    return "an array" if isinstance(value, list) else type(value).__name__

@@ -39,8 +39,10 @@ def topic_partitions(admin: AdminClient, topic: str, timeout: float = 10.0) -> i
     except KafkaException as error:
         raise TopicError(f"could not read the metadata of topic {topic!r}: {error}") from error
     described = metadata.topics.get(topic)
-    if described is None or described.error is not None:
-        if described is not None and described.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
+    if described is None:
+        return None
+    if described.error is not None:
+        if described.error.code() != KafkaError.UNKNOWN_TOPIC_OR_PART:
             raise TopicError(f"topic {topic!r}: {described.error.str()}")
         return None
     return len(described.partitions)

@@ -56,9 +56,10 @@ def _describe(outcome: dict) -> str:
 @functools.lru_cache(maxsize=1)
 def _spark_batch_definition():
     import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
 
     context = gx.get_context(mode="ephemeral")
-    context.variables.progress_bars = gx.data_context.types.base.ProgressBarsConfig(globally=False)
+    context.variables.progress_bars = ProgressBarsConfig(globally=False)
     # No persist: GE would cache the whole partition (every column) before the first metric,
     # which costs more than the column-pruned Parquet reads its metrics make, and holds the
     # day in executor memory for the rest of the run.

@@ -44,10 +44,13 @@ def normalized_user_id(user_id: Column, id_type: Column) -> Column:
     """Spark: ``user_id`` in the spelling of its row's ``id_type``."""
     from pyspark.sql import functions as F
 
-    expression = None
-    for kind, case in USER_ID_CASE.items():
-        spelled = F.upper(user_id) if case == UPPER else F.lower(user_id)
-        expression = (F if expression is None else expression).when(id_type == kind, spelled)
+    def spelled(case: str) -> Column:
+        return F.upper(user_id) if case == UPPER else F.lower(user_id)
+
+    (first_kind, first_case), *others = USER_ID_CASE.items()
+    expression = F.when(id_type == first_kind, spelled(first_case))
+    for kind, case in others:
+        expression = expression.when(id_type == kind, spelled(case))
     return expression.otherwise(user_id)
 
 
@@ -56,10 +59,10 @@ def normalized_alt_ids(alt_ids: Column) -> Column:
     from pyspark.sql import functions as F
 
     def spell(kind: Column, value: Column) -> Column:
-        condition = None
-        for suffix in HEX_DIGEST_SUFFIXES:
-            ends = kind.endswith(suffix)
-            condition = ends if condition is None else condition | ends
+        first, *others = (kind.endswith(suffix) for suffix in HEX_DIGEST_SUFFIXES)
+        condition = first
+        for ends in others:
+            condition = condition | ends
         return F.when(condition, F.lower(value)).otherwise(value)
 
     return F.transform_values(alt_ids, spell)

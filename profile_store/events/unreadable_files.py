@@ -74,7 +74,10 @@ def unreadable_files(
         .collect()
     )
     problems = []
-    for read_path, (reason, detail) in found:
+    for read_path, problem in found:
+        if problem is None:  # filtered out above
+            continue
+        reason, detail = problem
         lake_file = next(f for f, _ in compressed if read_path.endswith(f.path))
         problems.append(UnreadableFile(lake_file.path, reason, detail, lake_file.size))
     return sorted(problems, key=lambda problem: problem.path)

@@ -41,7 +41,13 @@ class NoiseLedger:
 
     def table(self) -> pa.Table:
         """One row per injected value: kind, value, distinct devices, events."""
-        rows = {"key_type": [], "value": [], "kind": [], "devices": [], "events": []}
+        rows: dict[str, list] = {
+            "key_type": [],
+            "value": [],
+            "kind": [],
+            "devices": [],
+            "events": [],
+        }
         for kind, value in NOISE_VALUES:
             sent = self.devices.get(value, [])
             rows["key_type"].append("member_id")

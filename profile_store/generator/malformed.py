@@ -73,7 +73,11 @@ def plan(event_ms: np.ndarray, share: float, rng: np.random.Generator) -> Corrup
     rows = of_kind["missing_user_id"]
     drop_key = rng.random(len(rows)) < 0.5  # half omit the key, half send an empty id
     replacements.append(
-        ("user_id", rows, pa.array(np.where(drop_key, None, '"user_id":""'), type=pa.string()))
+        (
+            "user_id",
+            rows,
+            pa.array([None if drop else '"user_id":""' for drop in drop_key], pa.string()),
+        )
     )
 
     rows = of_kind["unparseable_time"]

@@ -296,8 +296,8 @@ def _installations(
 ) -> dict:
     """(device, app) pairs: the person's apps that run on the device's id type."""
     compatible = np.zeros((len(catalog.ID_TYPES), len(catalog.APPS)), dtype=bool)
-    for app_index, app in enumerate(catalog.APPS):
-        compatible[list(app.id_types), app_index] = True
+    for app_index, spec in enumerate(catalog.APPS):
+        compatible[list(spec.id_types), app_index] = True
     uses = apps[person] & compatible[id_type]
     uses[~uses.any(axis=1), catalog.FALLBACK_APP] = True
     device, app = np.nonzero(uses)

@@ -35,6 +35,7 @@ def hbase_pool(settings: HBaseSettings) -> Iterator[ReconnectingPool]:
         ).start()
         host, port = gateway.host, gateway.port
     else:
+        assert settings.host is not None  # not embedded: a host is set
         host, port = settings.host, settings.port
     pool: ReconnectingPool | None = None
     try:

@@ -77,6 +77,8 @@ CLOSED_ERRORS = (TTransportException, BrokenPipeError, ConnectionResetError, Con
 class ReconnectingConnection(happybase.Connection):
     """A ``happybase.Connection`` that reopens itself when the server closed it (module doc)."""
 
+    client: Any  # happybase's Thrift client (untyped), wrapped in a _ReconnectingClient
+
     def _refresh_thrift_client(self) -> None:
         super()._refresh_thrift_client()
         self.client = _ReconnectingClient(self, self.client)
@@ -154,7 +156,7 @@ class ReconnectingPool(happybase.ConnectionPool):
         if not isinstance(size, int) or size < 1:
             raise ValueError(f"pool size must be a positive integer, got {size!r}")
         self._lock = threading.Lock()
-        self._queue = queue.LifoQueue(maxsize=size)
+        self._queue: queue.LifoQueue[ReconnectingConnection] = queue.LifoQueue(maxsize=size)
         self._thread_connections = threading.local()
         for _ in range(size):
             self._queue.put(ReconnectingConnection(autoconnect=False, **kwargs))

@@ -16,11 +16,15 @@ from thriftpy2.protocol import TBinaryProtocolFactory, TCompactProtocolFactory
 from thriftpy2.rpc import make_client
 from thriftpy2.thrift import TApplicationException
 from thriftpy2.transport import TBufferedTransportFactory, TFramedTransportFactory
+from thriftpy2.transport.base import TTransportFactory
 
 from profile_store.hbase.settings import ThriftAddress
 from profile_store.hbase_gateway.idl import GATEWAY_CLUSTER_ID_PREFIX, load_additions
 
-_TRANSPORTS = {"buffered": TBufferedTransportFactory, "framed": TFramedTransportFactory}
+_TRANSPORTS: dict[str, type[TTransportFactory]] = {
+    "buffered": TBufferedTransportFactory,
+    "framed": TFramedTransportFactory,
+}
 _PROTOCOLS = {"binary": TBinaryProtocolFactory, "compact": TCompactProtocolFactory}
 
 

@@ -102,9 +102,10 @@ class ConnectionSlots:
             if sum(self._counts) < self.cap:
                 slot = self._owner[:].index(FREE)
             else:
-                slot = self._longest_idle(now)
-                if slot is None:
+                idle = self._longest_idle(now)
+                if idle is None:
                     return None
+                slot = idle
                 evicted_from = self._owner[slot]
                 self._counts[evicted_from] -= 1
             serial = self._serial[slot] + 1

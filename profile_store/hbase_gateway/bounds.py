@@ -51,7 +51,7 @@ class CallTooLarge(TTransportException):
         super().__init__(TTransportException.UNKNOWN, message)
 
     def __str__(self) -> str:
-        return self.message
+        return self.message or ""
 
 
 class FrameHeaders:

@@ -159,7 +159,8 @@ class _Parser:
 
     def _simple_filter(self) -> RowFilter:
         text, start = self.text, self.pos
-        name = _NAME_CHARS.match(text, start).group()  # type: ignore[union-attr]
+        matched = _NAME_CHARS.match(text, start)  # always matches (maybe nothing)
+        name = matched.group() if matched else ""
         if not name:
             raise FilterSyntaxError(start, f"expected a filter name, found {text[start]!r}")
         if name in ("AND", "OR"):

@@ -89,7 +89,8 @@ INT_MAX = 2**31 - 1
 # cell out when CompareFilter.compare() says so; written the other way round
 # that is exactly "keep iff cell OP value", e.g. RowFilter(<, 'binary:b') keeps
 # row keys below 'b'.  ``_FLIPPED`` lets functools.partial bind the value first.
-COMPARE_OPS: dict[str, Callable[[object, object], bool]] = {
+# Operands: bytes (cell and comparator values) or ints (a substring/regex comparator's 0 or 1).
+COMPARE_OPS: dict[str, Callable[[bytes | int, bytes | int], bool]] = {
     "<": operator.lt,
     "<=": operator.le,
     "=": operator.eq,
@@ -125,7 +126,9 @@ def comparator_test(kind: str, value: bytes, op: str, pattern: re.Pattern[str] |
         flipped = _FLIPPED[op]
         return lambda data: flipped(value, data[:size])
     if kind == "regexstring":
-        search = pattern.search  # type: ignore[union-attr]
+        if pattern is None:
+            raise ValueError("a regexstring comparator needs its compiled pattern")
+        search = pattern.search
 
         def matches(data: bytes) -> bool:
             return search(data.decode("utf-8", "replace")) is not None

@@ -29,6 +29,14 @@ from .major_compaction import major_compact
 from .scanner import Scanner, ScannerRegistry, ScanSpec
 from .schema import FOREVER, LATEST_TIMESTAMP, FamilyDescriptor, StoredCell, TableInfo
 from .store import Store
+from .thrift_structs import (
+    BatchMutationLike,
+    ColumnDescriptorLike,
+    MutationLike,
+    TAppendLike,
+    TIncrementLike,
+    TScanLike,
+)
 from .visible_cells import RowCells
 from .wire import EncodedRows, encode_row
 
@@ -181,7 +189,7 @@ class HbaseHandler:
                 f"IOException: Cannot find row in hbase:meta, row={show_bytes(row)}"
             ) from None
 
-    def createTable(self, tableName: bytes, columnFamilies: Sequence[object]) -> None:
+    def createTable(self, tableName: bytes, columnFamilies: Sequence[ColumnDescriptorLike]) -> None:
         families = []
         for cd in columnFamilies or ():
             if not cd.name:
@@ -298,13 +306,15 @@ class HbaseHandler:
     # -- writes --------------------------------------------------------------------------------
 
     @staticmethod
-    def _mutations(mutations: Sequence[object]) -> list[tuple[bool, bytes, bytes | None]]:
+    def _mutations(
+        mutations: Sequence[MutationLike] | None,
+    ) -> list[tuple[bool, bytes, bytes | None]]:
         # ``attrgetter`` builds the tuples in C: a bulk load sends millions of mutations. An
         # absent ``isDelete`` (None) reads as a put, as the store tests truthiness.
         return list(map(_MUTATION_FIELDS, mutations or ()))
 
     def mutateRow(
-        self, tableName: bytes, row: bytes, mutations: list[object], attributes: object
+        self, tableName: bytes, row: bytes, mutations: list[MutationLike], attributes: object
     ) -> None:
         self.mutateRowTs(tableName, row, mutations, LATEST_TIMESTAMP, attributes)
 
@@ -312,7 +322,7 @@ class HbaseHandler:
         self,
         tableName: bytes,
         row: bytes,
-        mutations: list[object],
+        mutations: list[MutationLike],
         timestamp: int,
         attributes: object,
     ) -> None:
@@ -321,11 +331,17 @@ class HbaseHandler:
             tableName, [(row, self._mutations(mutations))], timestamp, deletes_first=True
         )
 
-    def mutateRows(self, tableName: bytes, rowBatches: list[object], attributes: object) -> None:
+    def mutateRows(
+        self, tableName: bytes, rowBatches: list[BatchMutationLike], attributes: object
+    ) -> None:
         self.mutateRowsTs(tableName, rowBatches, LATEST_TIMESTAMP, attributes)
 
     def mutateRowsTs(
-        self, tableName: bytes, rowBatches: list[object], timestamp: int, attributes: object
+        self,
+        tableName: bytes,
+        rowBatches: list[BatchMutationLike],
+        timestamp: int,
+        attributes: object,
     ) -> None:
         self.store.mutate_batch(
             tableName,
@@ -336,14 +352,16 @@ class HbaseHandler:
     def atomicIncrement(self, tableName: bytes, row: bytes, column: bytes, value: int) -> int:
         return self.store.increment([(tableName, row, column, value)])[0]
 
-    def increment(self, increment: object) -> None:
+    def increment(self, increment: TIncrementLike) -> None:
         self.incrementRows([increment])
 
-    def incrementRows(self, increments: list[object]) -> None:
+    def incrementRows(self, increments: list[TIncrementLike]) -> None:
+        checked: list[tuple[bytes, bytes, bytes, int]] = []
         for inc in increments or ():
             if not inc.table or not inc.row:
                 raise GatewayIOError("Must supply a table and a row key; can't increment")
-        self.store.increment([(i.table, i.row, i.column, i.ammount or 0) for i in increments or ()])
+            checked.append((inc.table, inc.row, inc.column, inc.ammount or 0))
+        self.store.increment(checked)
 
     def deleteAll(self, tableName: bytes, row: bytes, column: bytes, attributes: object) -> None:
         self.deleteAllTs(tableName, row, column, LATEST_TIMESTAMP, attributes)
@@ -361,7 +379,7 @@ class HbaseHandler:
     ) -> None:
         self.store.delete_row(tableName, row, timestamp)
 
-    def append(self, append: object) -> list[object]:
+    def append(self, append: TAppendLike) -> list[object]:
         if not append.table or not append.row:
             raise GatewayIOError("Must supply a table and a row key; can't append")
         columns, values = append.columns or [], append.values or []
@@ -377,7 +395,7 @@ class HbaseHandler:
         row: bytes,
         column: bytes,
         value: bytes | None,
-        mput: object,
+        mput: MutationLike | None,
         attributes: object,
     ) -> bool:
         if mput is None:  # HBase dereferences it: a NullPointerException in its handler
@@ -401,7 +419,7 @@ class HbaseHandler:
 
         return self.scanners.add(Scanner(self.store, tableName, spec, build))
 
-    def scannerOpenWithScan(self, tableName: bytes, scan: object, attributes: object) -> int:
+    def scannerOpenWithScan(self, tableName: bytes, scan: TScanLike, attributes: object) -> int:
         return self._open(
             tableName,
             ScanSpec(

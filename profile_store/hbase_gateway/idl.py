@@ -66,12 +66,15 @@ def load_additions() -> ModuleType:
 
 
 @functools.cache
+def served_methods() -> list[str]:
+    """The names of the calls the gateway serves (``served_service``'s)."""
+    return [*load_idl().Hbase.thrift_services, *load_additions().HbaseAdditions.thrift_services]
+
+
 def served_service() -> type:
     """The service the gateway serves: happybase's ``Hbase`` and ``HbaseAdditions``' calls."""
     hbase, additions = load_idl().Hbase, load_additions().HbaseAdditions
-    members: dict[str, object] = {
-        "thrift_services": [*hbase.thrift_services, *additions.thrift_services]
-    }
+    members: dict[str, object] = {"thrift_services": served_methods()}
     for api in additions.thrift_services:
         members[f"{api}_args"] = getattr(additions, f"{api}_args")
         members[f"{api}_result"] = getattr(additions, f"{api}_result")

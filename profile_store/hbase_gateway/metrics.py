@@ -38,10 +38,10 @@ from prometheus_client.utils import floatToGoString
 from .admission import ConnectionSlots
 from .data_dir import DB_FILE, LOG_FILE
 from .health import GatewayHealth
-from .idl import served_service
+from .idl import served_methods
 from .pending import read_counters
 
-METHODS = (*sorted(served_service().thrift_services), "(unknown)")
+METHODS = (*sorted(served_methods()), "(unknown)")
 """Thrift methods, as labels; any name not in the IDL counts as ``(unknown)``, so a client
 cannot add series by sending made-up names."""
 UNKNOWN_METHOD = METHODS[-1]
@@ -333,11 +333,12 @@ def metrics_server(
     """An HTTP server on the bound ``listener`` answering ``GET /healthz`` and ``GET /readyz``
     from ``health`` (200 ``ok``, or 503 and why) and ``GET /metrics`` (any other path); run
     ``serve_forever()`` on a thread, ``shutdown()`` to stop."""
-    registry = CollectorRegistry(auto_describe=False)
-    registry.register(collector)
+    gateway_registry = CollectorRegistry(auto_describe=False)
+    gateway_registry.register(collector)
     probes = {"/healthz": health.liveness, "/readyz": health.readiness}
 
-    class GatewayMetricsHandler(MetricsHandler.factory(registry)):
+    class GatewayMetricsHandler(MetricsHandler):
+        registry = gateway_registry  # what MetricsHandler.factory(registry) sets
         timeout = 30
 
         def do_GET(self) -> None:

@@ -158,7 +158,7 @@ def plan_mutations(
             family = column if i < 0 else column[:i]
             fam = family_index.get(family)
             if fam is None:
-                info.family_id(family)  # raises NoSuchColumnFamily
+                fam = info.family_id(family)  # raises NoSuchColumnFamily
             if i < 0:
                 deletes.append((row, fam, None, ts))
             elif is_delete:

@@ -116,7 +116,10 @@ class Scanner:
     def _loads_on_demand(self) -> bool:
         """Whether HBase would load a family of this scan only for the rows the filter keeps
         (a family the filter calls not essential), which its reversed scanner refuses."""
-        return any(not self._filter.is_family_essential(family) for family in self._families)
+        scan_filter = self._filter
+        if scan_filter is None:  # no filter: every family is essential
+            return False
+        return any(not scan_filter.is_family_essential(family) for family in self._families)
 
     def _empty_range(self) -> bool:
         if self._lower is None or self._upper is None:

@@ -80,7 +80,12 @@ class GatewayProcessor(TProcessor):
         self._metrics = metrics
         self._max_string = max_string
 
-    def process(self, iprot: Any, oprot: Any, connection: ClientSocket) -> None:
+    _handler: HbaseHandler  # TProcessor keeps the handler as an object
+
+    # The gateway's server passes the connection too: its call and transfer counters.
+    def process(  # type: ignore[override]
+        self, iprot: Any, oprot: Any, connection: ClientSocket
+    ) -> None:
         api, seqid, args = self._read_call(iprot)
         request_bytes = connection.call_bytes
         outcome, reply = self._run(api, args, request_bytes)
@@ -277,9 +282,9 @@ class GatewayServer:
         """
         self._listener.setblocking(False)
         wake = self.slots.wake_fd()
-        watched = (
-            [self._listener, self._wake_r] if wake is None else [self._listener, self._wake_r, wake]
-        )
+        watched: list[socket.socket | int] = [self._listener, self._wake_r]
+        if wake is not None:
+            watched.append(wake)
         deferred = 0
         try:
             while not self._stopping.is_set():

@@ -12,7 +12,7 @@ compact protocol keeps the objects.
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, MutableSequence, Sequence
 from typing import Any
 
 from thriftpy2.thrift import TMessageType
@@ -88,7 +88,7 @@ def encode_newest_rows(
     prefixes: Sequence[bytes],
     cells: Iterable[StoredCell],
     floors: tuple[int | None, ...] | None,
-    out: list[bytes],
+    out: MutableSequence[bytes],
 ) -> None:
     """Append ``encode_row`` of the newest live version of each column (what an unfiltered
     scan returns) for every row of ``cells`` to ``out``, skipping rows left empty.

@@ -172,6 +172,8 @@ def profile_components(
         .select("src", "dst")
     )
     run = connected_components(numbered, max_iterations=max_iterations)
+    if run.labels is None:  # only one_partition_components's run has none
+        raise RuntimeError("connected components: the distributed run returned no labels")
     labelled = (
         run.labels.join(ids, "node")
         .join(first_seen, "profile", "left")

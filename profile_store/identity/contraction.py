@@ -59,15 +59,12 @@ def spark_int_hash(value: int, seed: int = 42) -> int:
 
 def partition_keys(partitions: int) -> list[int]:
     """For each partition t of ``repartition(partitions, key)``, an int key that lands in t."""
-    keys: list[int | None] = [None] * partitions
-    missing, candidate = partitions, 0
-    while missing:
-        target = spark_int_hash(candidate) % partitions
-        if keys[target] is None:
-            keys[target] = candidate
-            missing -= 1
+    keys: dict[int, int] = {}
+    candidate = 0
+    while len(keys) < partitions:
+        keys.setdefault(spark_int_hash(candidate) % partitions, candidate)
         candidate += 1
-    return keys  # type: ignore[return-value]
+    return [keys[target] for target in range(partitions)]
 
 
 # -- hashing and blobs ---------------------------------------------------------------------

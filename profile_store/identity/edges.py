@@ -8,6 +8,7 @@ that day; the hub comes from the whole history, so it stays the same from day to
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date
 
 from pyspark.sql import DataFrame
@@ -28,7 +29,7 @@ EDGE_COLUMNS = (
 )
 
 
-def _lookup(mapping: dict[str, object], column: str):
+def _lookup(mapping: Mapping[str, object], column: str):
     expression = None
     for name, value in mapping.items():
         expression = (F if expression is None else expression).when(

@@ -23,7 +23,7 @@ import json
 from dataclasses import dataclass
 from datetime import datetime
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Row
 from pyspark.sql import functions as F
 
 from profile_store.identity.components import ASSIGNMENT_COLUMNS, profile_components
@@ -185,8 +185,9 @@ def apply_day(
     )
     stars = before
     pairs = links
-    rebuilding = revoked_ends is not None and history_pairs is not None
-    if rebuilding:
+    rebuilding = False
+    if revoked_ends is not None and history_pairs is not None:
+        rebuilding = True
         rebuilt_masters = before.join(F.broadcast(revoked_ends), "profile", "left_semi").select(
             "master"
         )
@@ -217,9 +218,11 @@ def day_change(result: DayResult, day_start: datetime) -> DayChange:
     another one, as when a returning browser logs in and its history joins the account's.
     """
     if result.before is None or result.touched is None:
-        counts = result.recomputed.agg(
-            F.count(F.lit(1)).alias("profiles"), F.countDistinct("master").alias("components")
-        ).first()
+        counts = _one_row(
+            result.recomputed.agg(
+                F.count(F.lit(1)).alias("profiles"), F.countDistinct("master").alias("components")
+            )
+        )
         return DayChange(
             int(counts["profiles"]),
             result.edges,
@@ -242,16 +245,18 @@ def day_change(result: DayResult, day_start: datetime) -> DayChange:
     # lost their last edge: "dropped"), so the sums over components reduce to distinct counts.
     # The joined rows are the touched profiles: the recomputed ones and those that lost their
     # last edge.
-    counts = joined.agg(
-        F.count(F.lit(1)).alias("touched"),
-        F.count(F.when(F.col("profile") == master, 1)).alias("new"),
-        F.countDistinct(F.when(linked, F.struct(old_master, master))).alias("old_new"),
-        F.countDistinct(F.when(linked, master)).alias("new_with_old"),
-        F.countDistinct(old_master).alias("old"),
-        F.sum(master.isNull().cast("int")).alias("dropped"),
-        F.countDistinct(F.when(known, F.struct(person_before, master))).alias("known_new"),
-        F.countDistinct(F.when(known, master)).alias("new_with_known"),
-    ).first()
+    counts = _one_row(
+        joined.agg(
+            F.count(F.lit(1)).alias("touched"),
+            F.count(F.when(F.col("profile") == master, 1)).alias("new"),
+            F.countDistinct(F.when(linked, F.struct(old_master, master))).alias("old_new"),
+            F.countDistinct(F.when(linked, master)).alias("new_with_old"),
+            F.countDistinct(old_master).alias("old"),
+            F.sum(master.isNull().cast("int")).alias("dropped"),
+            F.countDistinct(F.when(known, F.struct(person_before, master))).alias("known_new"),
+            F.countDistinct(F.when(known, master)).alias("new_with_known"),
+        )
+    )
     old, new_with_old, new = int(counts["old"]), int(counts["new_with_old"]), int(counts["new"])
     old_new, dropped = int(counts["old_new"]), int(counts["dropped"] or 0)
     return DayChange(
@@ -272,6 +277,14 @@ def _bucket_label(low: int, high: int | None) -> str:
 def _master_rows(assignment: DataFrame) -> DataFrame:
     """One row per component: its master's row carries the component's size."""
     return assignment.where(F.col("profile") == F.col("master")).select("master", "size")
+
+
+def _one_row(aggregate: DataFrame) -> Row:
+    """The single row of a global aggregation (which has one even over no rows)."""
+    row = aggregate.first()
+    if row is None:
+        raise RuntimeError("a global aggregation returned no row")
+    return row
 
 
 def _by_size(rows: list) -> tuple[dict[int, int], int, str | None]:
@@ -335,8 +348,13 @@ def summarize_day(previous: AssignmentSummary, result: DayResult) -> AssignmentS
         # It merged (no rebuilds here), so its new component is recomputed and larger than
         # any untouched one.
         largest = (added_size, added_master)
-    elif added_size and (
-        added_size > largest[0] or (added_size == largest[0] and added_master < largest[1])
+    elif (
+        added_size
+        and added_master is not None
+        and (
+            added_size > largest[0]
+            or (added_size == largest[0] and (largest[1] is None or added_master < largest[1]))
+        )
     ):
         largest = (added_size, added_master)
     return AssignmentSummary(counts, largest[0], largest[1])

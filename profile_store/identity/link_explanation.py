@@ -126,8 +126,8 @@ def _chain(edges: pa.Table, a: str, b: str) -> list[Hop] | None:
     if b not in came_from:
         return None
     chain, node = [], b
-    while came_from[node] is not None:
-        previous, hop = came_from[node]
+    while (step := came_from[node]) is not None:
+        previous, hop = step
         chain.append(Hop(previous, node, hop.key_type, hop.key, hop.weight))  # along the walk
         node = previous
     return chain[::-1]

@@ -64,7 +64,7 @@ def assign(
         {
             "profile": profiles,
             "master": profiles.take(pa.array(master_of[label])),
-            "first_seen": pa.array(np.where(seen == _UNKNOWN, None, seen), pa.int64()).cast(
+            "first_seen": pa.array(seen, pa.int64(), mask=seen == _UNKNOWN).cast(
                 pa.timestamp("us", tz="UTC")
             ),
             "size": pa.array(size, pa.int64()),
@@ -74,10 +74,10 @@ def assign(
 
 
 def _assign_partition(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    batches = list(batches)
-    if not batches:
+    received = list(batches)
+    if not received:
         return
-    table = pa.Table.from_batches(batches)
+    table = pa.Table.from_batches(received)
     edge = pc.equal(table["kind"], _EDGE)
     edges = table.filter(edge)
     if edges.num_rows == 0:

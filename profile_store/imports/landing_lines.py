@@ -102,6 +102,8 @@ def _column(name: str) -> Column:
 def _text(source: FieldSource) -> Column:
     if source.value is not None:
         return F.lit(source.value)
+    if source.column is None:
+        raise ValueError("a field source names a column or a value")
     value = _column(source.column).cast("string")
     return F.concat(F.lit(source.prefix), value) if source.prefix else value
 

@@ -300,6 +300,7 @@ class ApacheHBase:
 def temporary_hbase(**kwargs: object) -> Iterator[ApacheHBase]:
     """A real HBase over a fresh temporary directory, removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="apache-hbase-") as data_dir:
+        # kwargs: ApacheHBase's keyword options, passed through unchecked.
         hbase = ApacheHBase(data_dir, **kwargs).start()  # type: ignore[arg-type]
         try:
             yield hbase

@@ -350,6 +350,7 @@ class KafkaBroker:
 def temporary_broker(**kwargs: object) -> Iterator[KafkaBroker]:
     """A broker over a fresh temporary directory, removed afterwards."""
     with tempfile.TemporaryDirectory(prefix="apache-kafka-") as data_dir:
+        # kwargs: KafkaBroker's keyword options, passed through unchecked.
         broker = KafkaBroker(data_dir, **kwargs).start()  # type: ignore[arg-type]
         try:
             yield broker

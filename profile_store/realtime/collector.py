@@ -105,8 +105,14 @@ class EventCollector:
         ]
         messages = []
         for i in np.flatnonzero(valid & ~forbidden):
-            event = spelled_event(parsed.objects[i])
-            messages.append((event_key(event), _compact(event)))
+            parsed_object = parsed.objects[i]
+            if parsed_object is None:  # valid lines are parsed objects
+                raise RuntimeError(f"line {int(positions[i])}: valid but not parsed")
+            event = spelled_event(parsed_object)
+            key = event_key(event)
+            if key is None:  # the schema requires a non-blank user_id
+                raise RuntimeError(f"line {int(positions[i])}: valid but without a user id")
+            messages.append((key, _compact(event)))
         started = time.perf_counter()
         if messages:
             if self.producer is None:

@@ -169,6 +169,12 @@ class _PartitionBatch:
     message_bytes: int = 0
     days: dict[int, _DayFile] = field(default_factory=dict)
 
+    def bounds(self) -> tuple[int, int]:
+        """``(start, end)`` of a batch that holds messages."""
+        if self.start is None or self.end is None:
+            raise RuntimeError("an empty batch has no bounds")
+        return self.start, self.end
+
     @property
     def empty(self) -> bool:
         return self.end is None
@@ -306,7 +312,7 @@ class LakeSink:
         started = time.monotonic()
         # 1. the intents (an unfinished batch found at assignment already has its own)
         intents = [
-            TopicPartition(self._topic, p, b.start, metadata=intent_metadata(b.end))
+            TopicPartition(self._topic, p, b.bounds()[0], metadata=intent_metadata(b.bounds()[1]))
             for p, b in ready.items()
             if b.must_end is None
         ]
@@ -320,7 +326,7 @@ class LakeSink:
         touched: set[int] = set()
         written_before = self.progress.files_written
         for partition, batch in ready.items():
-            name = sink_file_name(self._topic, partition, batch.start, batch.end)
+            name = sink_file_name(self._topic, partition, *batch.bounds())
             for day, day_file in sorted(batch.days.items()):
                 path = f"{landing_day(day_text(day))}/{name}"
                 data = day_file.finish()
@@ -333,7 +339,7 @@ class LakeSink:
         for day in sorted(touched):
             self._after_writing(day)
         # 3. the batches are in the lake
-        done = [TopicPartition(self._topic, p, b.end + 1) for p, b in ready.items()]
+        done = [TopicPartition(self._topic, p, b.bounds()[1] + 1) for p, b in ready.items()]
         self._commit(done)
         if self.on_written is not None:
             messages = sum(f.lines for b in ready.values() for f in b.days.values())
@@ -342,7 +348,7 @@ class LakeSink:
             if batch.must_end is not None:
                 self.progress.recovered_batches += 1
             self.progress.batches += 1
-            self._batches[partition] = _PartitionBatch(start=batch.end + 1)
+            self._batches[partition] = _PartitionBatch(start=batch.bounds()[1] + 1)
         logger.info(
             "lake sink: %d files for %s from partitions %s",
             self.progress.files_written - written_before,
@@ -544,7 +550,11 @@ class LakeSink:
                 logger.warning("lake sink: commit failed (%s); retrying", error.args[0].str())
                 failed = offsets
             else:
-                lost = {tp.partition for tp in failed if tp.error.code() in _NOT_OURS}
+                lost = {
+                    tp.partition
+                    for tp in failed
+                    if tp.error is not None and tp.error.code() in _NOT_OURS
+                }
                 failed = [tp for tp in failed if tp.partition not in lost]
                 if not failed:
                     return lost

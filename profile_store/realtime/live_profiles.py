@@ -368,30 +368,30 @@ class LiveProfiles:
         self.progress.spreads += sum(1 for p in persons.values() if p.spread)
         masters: dict[str, str] = {}
         for origin in unseen:
-            for key in wanted[origin]:
-                named = _lookup_master(second.get(lookup_key(*key)))
+            for wanted_key in wanted[origin]:
+                named = _lookup_master(second.get(lookup_key(*wanted_key)))
                 if named is not None:
                     masters[origin] = named
                     break
         anchors = sorted(set(masters.values()) - set(rows))
         rows.update(self._profile_rows(table, anchors, ORIGIN_COLUMNS, decoded))
         for origin in unseen:
-            master = masters.get(origin)
-            anchor = rows.get(master) if master is not None else None
-            if anchor is None or not anchor.exists:
+            named_master = masters.get(origin)
+            anchor = rows.get(named_master) if named_master is not None else None
+            if named_master is None or anchor is None or not anchor.exists:
                 persons[origin].members.add(origin)
                 persons[origin].identity = person_identity(0, origin, 1)
                 person_of[origin] = origin
                 self.progress.new_profiles += 1
                 continue
-            person = persons[master]
-            person.members |= {origin, master, *anchor.others}
+            person = persons[named_master]
+            person.members |= {origin, named_master, *anchor.others}
             person.as_of_ms = max(person.as_of_ms, anchor.as_of_ms)
             person.identity = person.identity or person_identity(
-                anchor.as_of_ms, master, anchor.devices
+                anchor.as_of_ms, named_master, anchor.devices
             )
             person.by_lookup = True
-            person_of[origin] = master
+            person_of[origin] = named_master
             self.progress.resolved_by_lookup += 1
         return rows, dict(persons), person_of, decoded
 

@@ -148,12 +148,10 @@ class ConsumerMetrics:
             )
             return [f"{why}\n".encode()]
 
-        server_class = type(
-            "ConsumerMetricsServer",
-            (ThreadingWSGIServer,),
-            {"address_family": socket.AF_INET6 if ":" in host else socket.AF_INET},
-        )
-        server = make_server(host, port, app, server_class, handler_class=_QuietHandler)
+        class ConsumerMetricsServer(ThreadingWSGIServer):
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+        server = make_server(host, port, app, ConsumerMetricsServer, handler_class=_QuietHandler)
         threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
         logger.info("metrics on http://%s:%d/metrics", host, server.server_port)
         return server

@@ -77,9 +77,10 @@ def _newest_time(reader: Consumer, topic: str, committed: dict[int, int]) -> str
             continue
         reader.assign([TopicPartition(topic, partition, offset - 1)])
         message = reader.consume(1, timeout=10)
-        if message and message[0].error() is None:
+        payload = message[0].value() if message and message[0].error() is None else None
+        if payload is not None:
             try:
-                value = json.loads(message[0].value())
+                value = json.loads(payload)
             except ValueError:
                 continue
             time = value.get("event_time") if isinstance(value, dict) else None

@@ -39,7 +39,7 @@ def install_offline_docs(app: FastAPI) -> None:
         swagger_css_url=f"{ASSETS_PATH}/swagger-ui.css",
         swagger_favicon_url=f"{ASSETS_PATH}/favicon-32x32.png",
     )
-    headers = {"Content-Security-Policy": docs_content_security_policy(page.body.decode())}
+    headers = {"Content-Security-Policy": docs_content_security_policy(bytes(page.body).decode())}
 
     @app.get(DOCS_PATH, include_in_schema=False)
     def docs() -> HTMLResponse:

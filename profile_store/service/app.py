@@ -123,12 +123,14 @@ def create_app(
     app.include_router(audience_router(engine, current_tenant))
 
     def openapi() -> dict[str, Any]:
-        if app.openapi_schema is None:
-            schema = FastAPI.openapi(app)
-            schema.setdefault("components", {}).setdefault("schemas", {}).update(query_schemas())
-            document_request_errors(schema)
-        return app.openapi_schema
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        schema = FastAPI.openapi(app)  # also kept as app.openapi_schema
+        schema.setdefault("components", {}).setdefault("schemas", {}).update(query_schemas())
+        document_request_errors(schema)
+        return schema
 
+    # FastAPI's documented way to customise the schema: replace app.openapi.
     app.openapi = openapi  # type: ignore[method-assign]
     install_edge(app, tenants)
     return app

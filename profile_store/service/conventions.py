@@ -38,7 +38,7 @@ NOT_BLANK = "[^" + "".join(f"\\u{c:04x}" for c in range(0x3001) if chr(c).isspac
 """A JSON Schema pattern: some character that is not whitespace to Python's ``str.strip``,
 which is how the service tells a blank text (``\\S`` would differ on a few characters)."""
 BODY_TIMEOUT_VARIABLE = HTTP_BODY_TIMEOUT_SECONDS.name
-DEFAULT_BODY_TIMEOUT_S = HTTP_BODY_TIMEOUT_SECONDS.default
+DEFAULT_BODY_TIMEOUT_S = HTTP_BODY_TIMEOUT_SECONDS.number_default
 
 
 class ErrorResponse(BaseModel):
@@ -266,6 +266,7 @@ def tenant_dependency(tenants: Tenants) -> Callable[..., Tenant]:
             raise unauthorized(api_key)
         return tenant
 
+    # A marker on the function, read by the edge (edge.py): functions have no declared attributes.
     current_tenant.requires_key = TENANT_KEY  # type: ignore[attr-defined]
     return current_tenant
 
@@ -284,6 +285,7 @@ def admin_dependency(tenants: Tenants) -> Callable[..., None]:
         if refused is not None:
             raise refused
 
+    # A marker on the function, read by the edge (edge.py): functions have no declared attributes.
     current_admin.requires_key = ADMIN_KEY  # type: ignore[attr-defined]
     return current_admin
 
@@ -305,6 +307,7 @@ def sender_dependency(tenants: Tenants) -> Callable[..., Tenant | None]:
             raise refused
         return tenants.authenticate(api_key)
 
+    # A marker on the function, read by the edge (edge.py): functions have no declared attributes.
     current_sender.requires_key = SENDER_KEY  # type: ignore[attr-defined]
     return current_sender
 
@@ -376,5 +379,6 @@ def json_body(max_bytes: int, what: str) -> Callable[[Request], Awaitable[Any]]:
         except ValueError as exc:
             raise ApiError(400, "invalid_json", f"not valid JSON: {exc}", "$") from None
 
-    body.max_bytes = max_bytes  # type: ignore[attr-defined]  # the edge's bound (edge)
+    # The edge's bound (edge.py), a marker on the function: functions have no declared attributes.
+    body.max_bytes = max_bytes  # type: ignore[attr-defined]
     return body

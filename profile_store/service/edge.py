@@ -188,4 +188,5 @@ def install_edge(app: FastAPI, tenants: Tenants) -> None:
     def build_with_edge() -> ASGIApp:
         return ServiceEdge(build(), list(app.routes), tenants)
 
+    # Starlette builds the stack lazily through this method: wrapping it is the hook.
     app.build_middleware_stack = build_with_edge  # type: ignore[method-assign]

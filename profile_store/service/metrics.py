@@ -138,8 +138,11 @@ def serve_metrics(host: str, port: int) -> WSGIServer:
     """Start the ``/metrics`` listener (a thread per scrape) in a daemon thread; ``port`` 0
     picks a free one (``server.server_port``). ``shutdown()`` stops it."""
     family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
-    server_class = type("MetricsServer", (ThreadingWSGIServer,), {"address_family": family})
-    server = make_server(host, port, make_wsgi_app(REGISTRY), server_class, _ScrapeHandler)
+
+    class MetricsServer(ThreadingWSGIServer):
+        address_family = family
+
+    server = make_server(host, port, make_wsgi_app(REGISTRY), MetricsServer, _ScrapeHandler)
     threading.Thread(target=server.serve_forever, name="metrics", daemon=True).start()
     logger.info("metrics on http://%s:%d/metrics", host, server.server_port)
     return server

@@ -101,7 +101,9 @@ class Tenants:
 
     def is_admin(self, api_key: str | None) -> bool:
         """An operator's key (``admin_api_keys``): erasure requests, nothing else."""
-        return bool(api_key) and _digest(api_key) in self._admin_digests
+        if not api_key:
+            return False
+        return _digest(api_key) in self._admin_digests
 
     @classmethod
     def from_file(cls, path: str | Path, environ: Mapping[str, str] | None = None) -> Tenants:

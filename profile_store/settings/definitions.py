@@ -58,6 +58,28 @@ class Setting:
             return str(int(self.default))
         return str(self.default)
 
+    @property
+    def integer_default(self) -> int:
+        """The default of an integer setting; a TypeError for a setting without one."""
+        if self.kind != "integer" or not isinstance(self.default, int):
+            raise TypeError(f"{self.name}: not an integer setting with a default")
+        return self.default
+
+    @property
+    def number_default(self) -> float:
+        """The default of a number setting; a TypeError for a setting without one."""
+        if self.kind != "number" or not isinstance(self.default, int | float):
+            raise TypeError(f"{self.name}: not a number setting with a default")
+        return self.default
+
+    def read_integer(self, env: Mapping[str, str] | None = None) -> int | None:
+        """``read`` for an integer setting (a TypeError for another kind)."""
+        if self.kind != "integer":
+            raise TypeError(f"{self.name}: not an integer setting")
+        value = self.read(env)
+        assert value is None or isinstance(value, int)  # parse returns int for "integer"
+        return value
+
     def parse(self, text: str) -> int | float | date:
         """``text`` as this setting's value; ``SettingError`` naming the setting otherwise."""
         refused = SettingError(f"{self.name}: expected {self.valid_values()}, got {text!r}")

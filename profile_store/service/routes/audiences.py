@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter
+from pydantic.config import JsonDict
 from thriftpy2.thrift import TException
 from thriftpy2.transport import TTransportException
 from typing_extensions import TypeAliasType
@@ -58,7 +59,7 @@ HEALTH_PATH = "/v1/health"
 NonEmptyText = Annotated[str, StringConstraints(min_length=1, max_length=MAX_TEXT_LENGTH)]
 
 
-SHOES_IN_CART_3_TIMES = {
+SHOES_IN_CART_3_TIMES: JsonDict = {
     "app_id": "com.shop",
     "event_type": "add_to_cart",
     "date_from": "2026-11-01",
@@ -317,7 +318,8 @@ def audience_router(engine: AudienceEngine, current_tenant: Callable[..., Tenant
     )
     def health() -> JSONResponse:
         started = time.perf_counter()
-        status, detail, code = "ok", "", 200
+        status: Literal["ok", "unavailable"] = "ok"
+        detail, code = "", 200
         try:
             with engine.open_table() as table:
                 table.families()

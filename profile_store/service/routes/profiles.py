@@ -26,6 +26,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic.config import JsonDict
 
 from profile_store.profiles.bodies import (
     batch_body,
@@ -51,8 +52,9 @@ MASTERS_PATH = "/v1/masters"
 MAX_BATCH_BODY_BYTES = 1024 * 1024
 
 NOW = 1_795_000_000_000  # the examples' clock, 2026-11-18
-SEGMENTS_EXAMPLE = {"sports": NOW + 10 * 86_400_000, "travel": NOW + 2 * 86_400_000}
-ISO_EXAMPLE = expiries(SEGMENTS_EXAMPLE)
+_EXAMPLE_EXPIRIES = {"sports": NOW + 10 * 86_400_000, "travel": NOW + 2 * 86_400_000}
+SEGMENTS_EXAMPLE: JsonDict = dict(_EXAMPLE_EXPIRIES)
+ISO_EXAMPLE: JsonDict = dict(expiries(_EXAMPLE_EXPIRIES))
 
 
 class ProfileResponse(BaseModel):
@@ -302,7 +304,7 @@ def profile_router(reader: ProfileReader, current_tenant: Callable[..., Tenant])
             503: error_doc("HBase cannot be reached."),
         },
     )
-    not_found = {404: error_doc("No profile has this id.")}
+    not_found: dict[int | str, dict[str, Any]] = {404: error_doc("No profile has this id.")}
     # The alternate-id types this deployment has lookup rows for are the only valid ones: the
     # published schema says so, as the reads do.
     key_types = None if reader.key_types is None else list(reader.key_types)
