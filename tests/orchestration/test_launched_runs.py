@@ -9,7 +9,8 @@ day lands during the module. The tests run in file order, each on what the previ
 2. a two-day backfill of ``daily_pipeline`` (the job's Partitions tab), days 2 and 3, one run
    a day in day order;
 3. the landing sensor, switched on: its first tick sees all four days and runs exactly the new
-   day 4, not the days the runs above already ingested from the same files;
+   day 4, not the days the runs above already ingested from the same files, in a run that
+   carries the job's whole-day tag;
 4. ``raw_events`` of day 4 re-materialized alone (the asset page): the automation sensor's run
    recomputes that day's downstream assets;
 5. an erasure request recorded by ``profiles forget``: the erasure sensor's run carries it out;
@@ -34,6 +35,8 @@ import pyarrow.parquet as pq
 import pytest
 from dagster import DagsterRunStatus, RunsFilter
 from dagster_services import EVERY_ASSET, assert_complete, over_generated_lake
+
+from profile_assets.automation_conditions import WHOLE_DAY_RUN_TAGS
 
 DAYS = ["2026-11-01", "2026-11-02", "2026-11-03", "2026-11-04"]
 EVENTS_PER_DAY = 5_000
@@ -86,7 +89,9 @@ def test_the_landing_sensor_runs_exactly_the_new_day(dagster):
     dagster.start_sensor("landing_sensor")
     (run_id,) = dagster.wait_for_runs(RunsFilter(tags={"dagster/sensor_name": "landing_sensor"}), 1)
     with dagster.instance() as instance:
-        assert instance.get_run_by_id(run_id).tags["dagster/partition"] == DAYS[3]
+        tags = instance.get_run_by_id(run_id).tags
+    assert tags["dagster/partition"] == DAYS[3]
+    assert WHOLE_DAY_RUN_TAGS.items() <= tags.items()
     assert_complete(dagster, run_id, EVERY_ASSET)
     ticks = [tick for tick in dagster.sensor_state("landing_sensor")["ticks"] if tick["runKeys"]]
     (launching,) = ticks
