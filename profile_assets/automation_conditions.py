@@ -68,16 +68,19 @@ def _is_trailing_window(dep: AssetDep) -> bool:
     return isinstance(mapping, TimeWindowPartitionMapping) and mapping.start_offset < 0
 
 
-def _same_day_input_updated() -> AutomationCondition:
-    """``any_deps_updated()``, except by a whole day's run (it recomputed this asset too)."""
+def _same_day_input_updated(inputs: AssetSelection) -> AutomationCondition:
+    """``any_deps_updated()`` over ``inputs``, except by a whole day's run (it recomputed this
+    asset too)."""
     by_another_run = (
         AutomationCondition.newly_updated()
         & ~AutomationCondition.executed_with_root_target()
         & ~AutomationCondition.executed_with_tags(tag_values=WHOLE_DAY_RUN_TAGS)
     ).with_label("updated_not_by_a_whole_day_run")
-    return AutomationCondition.any_deps_match(
-        by_another_run | AutomationCondition.will_be_requested()
-    ).with_label("any_same_day_input_updated")
+    return (
+        AutomationCondition.any_deps_match(by_another_run | AutomationCondition.will_be_requested())
+        .allow(inputs)
+        .with_label("any_same_day_input_updated")
+    )
 
 
 def _handled() -> AutomationCondition:
@@ -116,13 +119,13 @@ def recompute_with_inputs(spec: AssetSpec, day_root: AssetKey) -> AutomationCond
     ]
 
     # The asset's own previous day is in neither list: it neither triggers nor blocks.
-    triggers = []
+    triggers: list[AutomationCondition] = []
     if trailing:
         triggers.append(
             AutomationCondition.any_deps_updated().allow(AssetSelection.assets(*trailing))
         )
     if same_day:
-        triggers.append(_same_day_input_updated().allow(AssetSelection.assets(*same_day)))
+        triggers.append(_same_day_input_updated(AssetSelection.assets(*same_day)))
     if not triggers:
         return None
     updated = functools.reduce(operator.or_, triggers)

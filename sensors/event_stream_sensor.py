@@ -14,6 +14,7 @@ from dagster import (
     AssetCheckEvaluation,
     AssetCheckResult,
     AssetCheckSeverity,
+    AssetKey,
     AssetObservation,
     DagsterInstance,
     DefaultSensorStatus,
@@ -102,7 +103,7 @@ def stream_events(
         result = lag_check_result(observation, max_lag)
         events.append(
             AssetCheckEvaluation(
-                asset_key=result.asset_key,
+                asset_key=AssetKey(EVENT_STREAM),
                 check_name=LAG_CHECK,
                 passed=result.passed,
                 metadata=result.metadata,

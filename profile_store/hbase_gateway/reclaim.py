@@ -146,9 +146,9 @@ def _reclaimable_cells(
     One walk of the range in key order (the window needs no sort)."""
     versions = " ".join(f"WHEN {fam} THEN {info.families[fam].max_versions}" for fam in families)
     floors = " ".join(
-        f"WHEN {fam} THEN {now - info.families[fam].ttl_ms}"
+        f"WHEN {fam} THEN {now - ttl_ms}"
         for fam in families
-        if info.families[fam].ttl_ms is not None
+        if (ttl_ms := info.families[fam].ttl_ms) is not None
     )
     expired = f" OR ts < CASE fam {floors} END" if floors else ""
     return (

@@ -388,7 +388,8 @@ class Store:
     def stored_cells(self, name: bytes) -> int:
         """Every cell version the table holds, visible or not (what compaction reclaims)."""
         info = self.table(name)
-        return self._query(info, f"SELECT count(*) FROM {info.cells_table}", ())[0][0]
+        counted = self._query(info, f"SELECT count(*) FROM {info.cells_table}", ())[0]
+        return int(counted[0])
 
     def compaction_started(self, info: TableInfo) -> None:
         """Count ``info``'s writes from zero again (``written_since_compaction``)."""

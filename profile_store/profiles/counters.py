@@ -44,7 +44,11 @@ def value_at_last(
     """A merged counter's value at its latest part's time (``last_ms``, the max of the parts')
     from its value at ``as_of_ms``."""
     h = _checked(half_life_ms)
-    return F.col(value_as_of) * F.pow(F.lit(2.0), (F.lit(as_of_ms) - F.col(last_ms)) / h)
+    return _column(value_as_of) * F.pow(F.lit(2.0), (F.lit(as_of_ms) - _column(last_ms)) / h)
+
+
+def _column(column: Column | str) -> Column:
+    return F.col(column) if isinstance(column, str) else column
 
 
 def decayed_sum(

@@ -187,7 +187,9 @@ def end_of_day_ms(day: date) -> int:
     return int(midnight.timestamp() * 1000)
 
 
-def _overwrite(frame: DataFrame, storage: LakeStorage, relative: str, schema: str) -> DataFrame:
+def _overwrite(
+    frame: DataFrame, storage: LakeStorage, relative: str, schema: StructType | str
+) -> DataFrame:
     uri = storage.spark_uri(relative)
     frame.write.mode("overwrite").parquet(uri)
     return frame.sparkSession.read.schema(schema).parquet(uri)
@@ -488,7 +490,7 @@ def compact_day(
     # One timestamp for every put and delete of the rows, on either path: a retried batch
     # writes the same versions, and both paths leave the same table.
     timestamp = int(time.time() * 1000)
-    if write_path == "bulk":
+    if write_path == "bulk" and store_dir is not None:
         written, stale = bulk_replace_profiles(
             rows, store_dir, _prefixed(address, settings.table_name), h, as_of, timestamp
         )

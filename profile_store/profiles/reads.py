@@ -39,6 +39,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import TypeGuard
 
 import happybase
 
@@ -311,9 +312,9 @@ class ProfileReader:
                         via[unique[i]] = profile_key(master)
             if via:
                 masters = dict(table.rows(sorted(set(via.values())), columns=SEGMENT_COLUMNS))
-                for i, key in via.items():
+                for asked, key in via.items():
                     if _is_profile(masters.get(key)):
-                        answers[i] = _live_row_segments(key, masters[key], now)
+                        answers[asked] = _live_row_segments(key, masters[key], now)
         segments = {i: answers.get(i, {}) for i in unique}
         return SegmentsBatch(segments, [i for i in unique if i not in answers])
 
@@ -437,10 +438,10 @@ class ProfileReader:
 # --- row decoding -------------------------------------------------------------------------------
 
 
-def _is_profile(cells: Mapping[bytes, bytes] | None) -> bool:
+def _is_profile(cells: Mapping[bytes, bytes] | None) -> TypeGuard[Mapping[bytes, bytes]]:
     """A ``p|`` row with cells; one without ``s:type`` holds only ``u:`` cells the real-time feed
     wrote before any compaction saw the id, and reads as a profile of its own."""
-    return bool(cells) and cells.get(TYPE, TYPE_PROFILE) == TYPE_PROFILE
+    return cells is not None and bool(cells) and cells.get(TYPE, TYPE_PROFILE) == TYPE_PROFILE
 
 
 def _decoded(key: bytes, cells: Mapping[bytes, bytes]) -> ProfileRow:

@@ -25,7 +25,7 @@ from profile_store.settings.definitions import HTTP_HEADER_TIMEOUT_SECONDS
 logger = logging.getLogger(__name__)
 
 HEADER_TIMEOUT_VARIABLE = HTTP_HEADER_TIMEOUT_SECONDS.name
-DEFAULT_HEADER_TIMEOUT_S = HTTP_HEADER_TIMEOUT_SECONDS.default
+DEFAULT_HEADER_TIMEOUT_S = HTTP_HEADER_TIMEOUT_SECONDS.number_default
 
 
 def header_timeout_s(env: Mapping[str, str] | None = None) -> float:
@@ -60,7 +60,7 @@ class HeaderDeadlineProtocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
 
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:
         self._deadline: asyncio.TimerHandle | None = None
         self._request_begun = False
         super().connection_made(transport)
