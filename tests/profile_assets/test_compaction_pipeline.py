@@ -279,6 +279,7 @@ def test_a_day_loaded_in_bulk_restores_the_rows_its_thrift_run_wrote(built):
                     cells[name] = (round(counter, 9), last_ms, half_life_ms)
         return rows
 
+    run(DAYS[1], upstream=False)  # the day's own rewrite: its members are listed in the lake
     before = snapshot()
     rewritten = pq.read_table(root / "compacted_profiles" / f"date={DAYS[1]}").to_pylist()
     dependents = [row["profile"] for row in rewritten if row["profile"] != row["master"]][:20]
