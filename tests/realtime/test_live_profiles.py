@@ -687,7 +687,9 @@ def test_the_jobs_puts_are_written_at_once_not_through_the_gateways_pending_log(
     bus, connection, gateway, table_name, job_for
 ):
     sent = one_batch_over_persons(bus, connection.table(table_name), 400)
-    job = job_for(bus, max_poll_messages=len(sent))
+    # Every message is in the topic already: the poll waits for all of them (on a loaded
+    # machine the default 0.2 s returned the first fetch alone, a batch below the threshold).
+    job = job_for(bus, max_poll_messages=len(sent), poll_timeout_seconds=30.0)
     enqueued, _ = read_counters(gateway.data_dir)
     run_until(job, len(sent))
 
