@@ -8,6 +8,8 @@ from the same rules; the launchpad's ``resources.identity.config`` changes them 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import asdict, fields
+from typing import Any
 
 from dagster import ConfigurableResource, InitResourceContext
 from pydantic import Field
@@ -48,17 +50,12 @@ class IdentityResource(ConfigurableResource):
 
     @classmethod
     def from_rules(cls, rules: BridgingRules) -> IdentityResource:
-        return cls(
-            member_weight=rules.member_weight,
-            alt_id_weights=dict(rules.alt_id_weights),
-            fuzzy_enabled=rules.fuzzy_enabled,
-            fuzzy_weight=rules.fuzzy_weight,
-            fuzzy_window_minutes=rules.fuzzy_window_minutes,
-            max_profiles_per_key=rules.max_profiles_per_key,
-            history_days=rules.history_days,
-            blocklist=list(rules.blocklist),
-            blocklist_patterns=list(rules.blocklist_patterns),
-        )
+        # Every field of the rules, so a rule added there cannot be left at its default here.
+        values: dict[str, Any] = {
+            name: list(value) if isinstance(value, tuple) else value
+            for name, value in asdict(rules).items()
+        }
+        return cls(**values)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> IdentityResource:
@@ -67,17 +64,11 @@ class IdentityResource(ConfigurableResource):
 
     def rules(self) -> BridgingRules:
         """The resource's rules, validated (a bad value raises ``ValueError`` naming it)."""
-        return BridgingRules(
-            member_weight=self.member_weight,
-            alt_id_weights=dict(self.alt_id_weights),
-            fuzzy_enabled=self.fuzzy_enabled,
-            fuzzy_weight=self.fuzzy_weight,
-            fuzzy_window_minutes=self.fuzzy_window_minutes,
-            max_profiles_per_key=self.max_profiles_per_key,
-            history_days=self.history_days,
-            blocklist=tuple(self.blocklist),
-            blocklist_patterns=tuple(self.blocklist_patterns),
-        )
+        values: dict[str, Any] = {}
+        for rule in fields(BridgingRules):
+            value = getattr(self, rule.name)
+            values[rule.name] = tuple(value) if isinstance(value, list) else value
+        return BridgingRules(**values)
 
     def setup_for_execution(self, context: InitResourceContext) -> None:
         self.rules()
