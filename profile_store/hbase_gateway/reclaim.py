@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from .delete_markers import drop_markers
 from .errors import table_not_found
-from .schema import TableInfo
+from .schema import TableInfo, now_ms
 
 if TYPE_CHECKING:
     from .store import Store
@@ -70,7 +70,7 @@ def reclaim(
         if single:
             newest = _read_applied(store, info, *_overwritten_columns(info, single, low, high))
         if other:
-            now = time.time_ns() // 1_000_000
+            now = now_ms()
             stale = _read_applied(store, info, *_reclaimable_cells(info, other, low, high, now))
         if not newest and not stale:
             continue

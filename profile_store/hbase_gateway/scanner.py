@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from .errors import GatewayIllegalArgument, GatewayInternalError, GatewayIOError
-from .schema import StoredCell, TableInfo
-from .store import Bound, Store, now_ms
+from .schema import StoredCell, TableInfo, now_ms
+from .store import Bound, Store
 from .visible_cells import RowCells, finish_cells, group_rows
 from .wire import encode_newest_rows, encode_row
 

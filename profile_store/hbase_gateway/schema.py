@@ -9,6 +9,7 @@ the store keeps one integer instead of the family name in every cell.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -18,6 +19,12 @@ LATEST_TIMESTAMP = 2**63 - 1  # HConstants.LATEST_TIMESTAMP: "use the server's c
 FOREVER = 2**31 - 1  # HConstants.FOREVER: the TTL HBase reports for "no TTL"
 MAX_ROW_LENGTH = 32767  # HConstants.MAX_ROW_LENGTH
 _BEFORE_LAST = f" AND ts < {LATEST_TIMESTAMP}"
+
+
+def now_ms() -> int:
+    """The server clock cells are stamped with, and their TTLs measured by (wall time, ms)."""
+    return time.time_ns() // 1_000_000
+
 
 StoredCell = tuple[bytes, int, bytes, int, bytes]
 """``(row, family_id, qualifier, timestamp, value)``."""

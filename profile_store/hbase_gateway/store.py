@@ -26,7 +26,6 @@ import contextlib
 import sqlite3
 import struct
 import threading
-import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -59,6 +58,7 @@ from .schema import (
     TableInfo,
     check_client_row_key,
     check_row_key,
+    now_ms,
     parse_column,
     sorted_families,
     validate_table_name,
@@ -79,10 +79,6 @@ _WRITER_AUTOCHECKPOINT_PAGES = 10_000
 # log (see pending.py); smaller ones cost less written directly.
 DEFERRED_BATCH_MUTATIONS = 1_000
 _MAX_PENDING_BATCHES = 4  # past this backlog a deferring call applies the backlog first
-
-
-def now_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 def to_i64(value: int) -> int:

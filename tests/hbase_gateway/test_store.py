@@ -16,8 +16,8 @@ from profile_store.hbase_gateway.compaction import (
 )
 from profile_store.hbase_gateway.errors import GatewayInternalError, GatewayIOError
 from profile_store.hbase_gateway.scanner import Scanner, ScanSpec
-from profile_store.hbase_gateway.schema import FamilyDescriptor
-from profile_store.hbase_gateway.store import Store, now_ms
+from profile_store.hbase_gateway.schema import FamilyDescriptor, now_ms
+from profile_store.hbase_gateway.store import Store
 from profile_store.hbase_gateway.wire import encode_row
 
 
