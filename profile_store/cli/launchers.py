@@ -3,7 +3,7 @@
 ```
 python -m profile_store.cli.launchers apache-hbase [--data-dir DIR] [--port 9090]
 python -m profile_store.cli.launchers spark-standalone [--work-dir DIR] [--cores 2] [--memory 2g]
-    [--start-timeout 300]
+    [--workers 1] [--start-timeout 300]
 ```
 
 Each prints the environment variables that point the pipeline at the server once it is up.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pyspark
 
-from profile_store.cli.argument_types import name_value, positive_number
+from profile_store.cli.argument_types import name_value, positive_int, positive_number
 from profile_store.launchers.apache_hbase import HBASE_VERSION, THRIFT_IDLE_TIMEOUT, ApacheHBase
 from profile_store.launchers.child_processes import wait_for_interrupt
 from profile_store.launchers.spark_standalone import (
@@ -55,7 +55,11 @@ def run_apache_hbase(args: argparse.Namespace) -> int:
 
 def run_spark_standalone(args: argparse.Namespace) -> int:
     cluster = SparkStandalone(
-        args.work_dir, cores=args.cores, memory=args.memory, start_timeout=args.start_timeout
+        args.work_dir,
+        cores=args.cores,
+        memory=args.memory,
+        workers=args.workers,
+        start_timeout=args.start_timeout,
     )
     try:
         cluster.start()
@@ -124,14 +128,20 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a Spark standalone master and worker (pyspark's own) until interrupted.",
     )
     spark.add_argument("--work-dir", type=Path, default=Path("data/spark-standalone"))
-    spark.add_argument("--cores", type=int, default=2, help="the worker's cores (default 2)")
-    spark.add_argument("--memory", default="2g", help="the worker's memory (default 2g)")
+    spark.add_argument("--cores", type=int, default=2, help="each worker's cores (default 2)")
+    spark.add_argument("--memory", default="2g", help="each worker's memory (default 2g)")
+    spark.add_argument(
+        "--workers",
+        type=positive_int,
+        default=1,
+        help="workers, each of --cores cores and --memory (default 1)",
+    )
     spark.add_argument(
         "--start-timeout",
         type=positive_seconds,
         default=DEFAULT_START_TIMEOUT,
         metavar="SECONDS",
-        help="how long the master, then the worker, may take to come up (default %(default)g)",
+        help="how long the master, then the workers, may take to come up (default %(default)g)",
     )
     spark.set_defaults(func=run_spark_standalone)
     return parser

@@ -1,22 +1,27 @@
-"""A Spark standalone cluster on this machine: one master and one worker, from pyspark itself.
+"""A Spark standalone cluster on this machine: one master and its workers, from pyspark itself.
 
 ``local[*]`` runs executors inside the driver's JVM, so it cannot show what a cluster needs:
-executors in JVMs of their own, started by a worker, whose Python workers import this project
-and write rows to HBase over the network. This module starts pyspark's own
+executors in JVMs of their own, started by a worker, whose Python workers import this project and
+write rows to HBase over the network. This module starts pyspark's own
 ``org.apache.spark.deploy.master.Master`` and ``...deploy.worker.Worker`` (through
-``bin/spark-class`` of the installed pyspark, so the versions always match), bound to 127.0.0.1
-on free ports, the worker with a small fixed number of cores and memory; it waits until the
-worker has registered (``start_timeout``: JVMs start slowly on a busy machine) and stops both on
-exit. The master's REST submission server (``spark.master.rest.enabled``, on by default since
-Spark 4.1, on the fixed port 6066) is off: the pipeline submits in client mode, and a fixed port
-would let only one cluster run on a machine. Executors connect back to their driver, so a driver
-of this cluster must bind 127.0.0.1 too (``SPARK_LOCAL_IP``, in ``environment()``): by default it
-binds the address of the machine's host name, which may be one no executor can reach. Usage::
+``bin/spark-class`` of the installed pyspark, so the versions always match), bound to 127.0.0.1 on
+free ports, each worker (one by default) with a small fixed number of cores and memory; it waits
+until every worker has registered (``start_timeout``: JVMs start slowly on a busy machine) and stops
+them all on exit. The master's REST submission server (``spark.master.rest.enabled``, on by default
+since Spark 4.1, on the fixed port 6066) is off: the pipeline submits in client mode, and a fixed
+port would let only one cluster run on a machine. Executors connect back to their driver, so a
+driver of this cluster must bind 127.0.0.1 too (``SPARK_LOCAL_IP``, in ``environment()``): by
+default it binds the address of the machine's host name, which may be one no executor can reach.
+Usage::
 
     with SparkStandalone(work_dir) as cluster:
         env = cluster.environment()  # SPARK_MASTER and SPARK_LOCAL_IP for the driver
 
     python -m profile_store.cli.launchers spark-standalone [--work-dir DIR] [--cores 2]
+        [--workers 1]
+
+Two workers of one core each, rather than one of two, put a job's tasks in two executor JVMs:
+its shuffles then cross the network between executors, as on a real cluster.
 """
 
 from __future__ import annotations
@@ -53,7 +58,7 @@ def spark_home() -> Path:
 
 
 class SparkStandalone:
-    """A master and one worker over ``work_dir`` (logs, the worker's application files)."""
+    """A master and ``workers`` workers over ``work_dir`` (logs, the workers' application files)."""
 
     def __init__(
         self,
@@ -61,13 +66,18 @@ class SparkStandalone:
         *,
         cores: int = 2,
         memory: str = "2g",
+        workers: int = 1,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         environment: dict[str, str] | None = None,
     ) -> None:
-        """``start_timeout``: seconds for the master and then the worker to come up, each.
-        ``environment``: extra variables for the worker, which its executors inherit."""
+        """``cores`` and ``memory``: of each worker. ``start_timeout``: seconds for the master and
+        then the workers to come up, each. ``environment``: extra variables for the workers,
+        which their executors inherit."""
+        if workers < 1:
+            raise ValueError(f"workers: expected at least 1, got {workers}")
         self.work_dir = Path(work_dir)
         self.cores = cores
+        self.workers = workers
         self.memory = memory
         self.start_timeout = start_timeout
         self.worker_environment = dict(environment or {})
@@ -98,16 +108,19 @@ class SparkStandalone:
                 SPARK_MASTER_OPTS=f"{user_options} {MASTER_OPTIONS}".strip(),
             )
             self._wait_for(lambda status: True, "the master's status page did not answer")
-            self._spark_class(
-                "worker",
-                "org.apache.spark.deploy.worker.Worker",
-                self.master_url,
-                *("--host", LOCAL_IP, "--cores", str(self.cores), "--memory", self.memory),
-                *("--webui-port", str(free_port()), "--work-dir", str(self.work_dir / "work")),
-            )
+            for number in range(1, self.workers + 1):
+                self._spark_class(
+                    "worker" if number == 1 else f"worker-{number}",
+                    "org.apache.spark.deploy.worker.Worker",
+                    self.master_url,
+                    *("--host", LOCAL_IP, "--cores", str(self.cores), "--memory", self.memory),
+                    *("--webui-port", str(free_port()), "--work-dir", str(self.work_dir / "work")),
+                )
             self._wait_for(
-                lambda status: status.get("aliveworkers", 0) >= 1,
-                "no worker registered with the master",
+                lambda status: status.get("aliveworkers", 0) >= self.workers,
+                f"not all {self.workers} workers registered with the master"
+                if self.workers > 1
+                else "no worker registered with the master",
             )
         except BaseException:
             self.stop()
@@ -121,7 +134,7 @@ class SparkStandalone:
             return json.load(response)
 
     def stop(self, timeout: float = 30.0) -> None:
-        """Stop the worker (and with it its executors), then the master."""
+        """Stop the workers (and with them their executors), then the master."""
         for _name, process, log in reversed(self._processes):
             stop_process(process, timeout)
             log.close()

@@ -88,6 +88,53 @@ def test_the_master_runs_no_rest_submission_server(spark_cluster):
     assert "REST server" not in master_log
 
 
+# Once both executors have registered, four tasks: each says where it ran (a Python worker runs
+# in its executor's directory, work/app-*/<executor id>).
+TWO_EXECUTORS_DRIVER = """
+import json, os, time
+from pyspark.sql import SparkSession
+spark = (
+    SparkSession.builder.master(os.environ["SPARK_MASTER"])
+    .config("spark.executor.memory", "512m")
+    .getOrCreate()
+)
+status = spark.sparkContext._jsc.sc().getExecutorMemoryStatus
+deadline = time.monotonic() + 300
+while status().size() < 3 and time.monotonic() < deadline:  # the driver and two executors
+    time.sleep(0.5)
+def where(rows):
+    time.sleep(1)
+    yield os.getcwd()
+ran_in = spark.sparkContext.parallelize(range(8), 8).mapPartitions(where).collect()
+print(json.dumps({"registered": status().size() - 1, "ran_in": sorted(set(ran_in))}))
+spark.stop()
+"""
+
+
+def test_two_workers_of_one_core_each_run_a_jobs_tasks_in_two_executors(tmp_path):
+    with SparkStandalone(tmp_path, cores=1, memory="1g", workers=2, start_timeout=600) as cluster:
+        assert cluster.status()["aliveworkers"] == 2
+        assert sum(worker["cores"] for worker in cluster.status()["workers"]) == 2
+        completed = subprocess.run(
+            [sys.executable, "-c", TWO_EXECUTORS_DRIVER],
+            env={**_environ_without_spark(), **cluster.environment()},
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    assert completed.returncode == 0, completed.stderr[-4000:]
+    answer = json.loads(completed.stdout.strip().splitlines()[-1])
+    assert answer["registered"] == 2
+    executor_dirs = {str(d.parent) for d in (tmp_path / "work").glob("app-*/*/stderr")}
+    assert len(executor_dirs) == 2
+    assert set(answer["ran_in"]) == executor_dirs
+
+
+def test_a_cluster_of_no_workers_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="workers: expected at least 1, got 0"):
+        SparkStandalone(tmp_path, workers=0)
+
+
 def test_a_master_not_up_within_the_start_timeout_is_refused_saying_what_it_waited_for(
     tmp_path,
 ):
