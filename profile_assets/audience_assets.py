@@ -17,6 +17,7 @@ from pyspark.sql import functions as F
 
 from profile_assets.partitions import daily_partitions
 from profile_store.audiences.attribute_stats import (
+    ATTRIBUTE_STATS_SCHEMA,
     TrimRule,
     daily_attribute_stats,
     trim_decisions,
@@ -125,7 +126,9 @@ def trimmed_attributes(
     session = spark.spark_session
     stats = None
     for d in present:
-        part = session.read.parquet(storage.spark_uri(day_dir(ATTRIBUTE_STATS, d)))
+        part = session.read.schema(ATTRIBUTE_STATS_SCHEMA).parquet(
+            storage.spark_uri(day_dir(ATTRIBUTE_STATS, d))
+        )
         part = part.withColumn("date", F.lit(d.isoformat()))
         stats = part if stats is None else stats.unionByName(part)
     if stats is None:  # the day's own stats come first (an upstream asset)

@@ -33,6 +33,7 @@ from profile_store.audiences.accuracy import (
     error_histogram,
 )
 from profile_store.audiences.accuracy_run import AccuracyRun, run_accuracy
+from profile_store.audiences.attribute_stats import TRIM_DECISIONS_SCHEMA
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.sketch_table import SKETCH_TABLE
 from profile_store.events.schema import EVENTS_SCHEMA
@@ -125,7 +126,9 @@ def audience_estimation_error(
     )
     decisions = None
     for d in days:
-        part = session.read.parquet(storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, d)))
+        part = session.read.schema(TRIM_DECISIONS_SCHEMA).parquet(
+            storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, d))
+        )
         part = part.withColumn("date", F.lit(d.isoformat()))
         decisions = part if decisions is None else decisions.unionByName(part)
     if decisions is None:

@@ -18,8 +18,48 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import (
+    BinaryType,
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
 HLL_LG_K = 12
+
+_KEY_FIELDS = [
+    StructField("app_id", StringType()),
+    StructField("event_type", StringType()),
+    StructField("attribute", StringType()),
+]
+ATTRIBUTE_STATS_SCHEMA = StructType(
+    [
+        *_KEY_FIELDS,
+        StructField("appearances", LongType()),
+        StructField("values_hll", BinaryType()),
+        StructField("distinct_values", LongType()),
+    ]
+)
+"""What ``daily_attribute_stats`` writes: read back with it, Spark need not infer it (a job)."""
+TRIM_DECISIONS_SCHEMA = StructType(
+    [
+        *_KEY_FIELDS,
+        StructField("appearances", LongType()),
+        StructField("distinct_values", LongType()),
+        StructField("days_seen", LongType()),
+        StructField("kept", BooleanType()),
+        StructField("trim_reason", StringType()),
+        StructField("window_days", IntegerType()),
+        StructField("max_distinct", IntegerType()),
+        StructField("max_distinct_ratio", DoubleType()),
+        StructField("few_values", IntegerType()),
+    ]
+)
+"""What ``trim_decisions`` writes (``trimmed_attributes``), for its readers."""
 
 
 @dataclass(frozen=True)

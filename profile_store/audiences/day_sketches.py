@@ -16,6 +16,7 @@ from datetime import date
 
 from pyspark.sql import SparkSession
 
+from profile_store.audiences.attribute_stats import TRIM_DECISIONS_SCHEMA
 from profile_store.audiences.built_days import built_day_cells
 from profile_store.audiences.rowkey import day_component
 from profile_store.audiences.sketch_rows import day_sketch_rows
@@ -48,7 +49,9 @@ def build_day_sketches(
     where executors write.
     """
     events = spark.read.schema(EVENTS_SCHEMA).parquet(storage.spark_uri(events_day(day)))
-    decisions = spark.read.parquet(storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, day)))
+    decisions = spark.read.schema(TRIM_DECISIONS_SCHEMA).parquet(
+        storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, day))
+    )
     rows = day_sketch_rows(events, decisions, day_component(day), lg_k, max_pair_rows).persist()
     try:
         with connect() as connection:

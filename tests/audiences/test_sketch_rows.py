@@ -9,7 +9,13 @@ import pytest
 from datasketches import compact_theta_sketch
 from pyspark.sql import functions as F
 
-from profile_store.audiences.attribute_stats import TrimRule, daily_attribute_stats, trim_decisions
+from profile_store.audiences.attribute_stats import (
+    ATTRIBUTE_STATS_SCHEMA,
+    TRIM_DECISIONS_SCHEMA,
+    TrimRule,
+    daily_attribute_stats,
+    trim_decisions,
+)
 from profile_store.audiences.rowkey import AGGREGATE_HASH, kept_marker_rowkey, marginal_rowkey
 from profile_store.audiences.sketch_rows import day_sketch_rows
 from profile_store.audiences.tuple_serde import load_counts_sketch
@@ -70,6 +76,22 @@ def test_window_merges_days_before_deciding(spark):
     assert merged.distinct_values == pytest.approx(120, abs=1)
     assert merged.appearances == 1200 and merged.days_seen == 2
     assert merged.kept is False  # 120 distinct over the window > 100
+
+
+def columns(schema) -> list[tuple[str, str]]:
+    return [(field.name, field.dataType.simpleString()) for field in schema.fields]
+
+
+def test_the_stats_are_read_back_with_the_schema_they_are_written_with(events, tmp_path):
+    daily_attribute_stats(events).write.parquet(str(tmp_path / "stats"))
+    written = events.sparkSession.read.parquet(str(tmp_path / "stats")).schema
+    assert columns(ATTRIBUTE_STATS_SCHEMA) == columns(written)
+
+
+def test_the_decisions_are_read_back_with_the_schema_they_are_written_with(events, tmp_path):
+    decisions(events).write.parquet(str(tmp_path / "decisions"))
+    written = events.sparkSession.read.parquet(str(tmp_path / "decisions")).schema
+    assert columns(TRIM_DECISIONS_SCHEMA) == columns(written)
 
 
 def test_one_row_per_kept_combination_plus_one_aggregate(events):
