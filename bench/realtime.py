@@ -1,23 +1,24 @@
 """Kafka to the profiles, live: from an event acknowledged by Kafka to the moment a read of
 ANOTHER id of the same person shows it, at a sustained rate, on this machine.
 
-Everything runs here for real: the project's Kafka broker, the embedded HBase gateway (its
-default workers) holding ``--persons`` persons of one to five ids each (compacted rows: master,
-linked ids, daily state as of the end of yesterday), and ``profiles stream live-profiles`` as its
-own process (``--jobs N``: N of them in one consumer group, sharing the partitions). A producer
-sends generated events of those ids at ``--rate`` events/s; a few times a second one of them is a
-*probe*: an event of a rule-matching type on one id of a person of several ids, whose segment
-expiry is unique. A prober reads the person's OTHER ids with ``segments_many`` (the bidders'
-read, one round trip for all pending probes) every ``--poll-ms``, and a probe's latency is the
-time from Kafka's acknowledgement of its send to the first read that shows it.
+Everything runs here for real: the project's Kafka broker, the embedded HBase gateway (its default
+workers; ``--store apache-hbase``: the project's standalone Apache HBase, one region server and its
+Thrift server, instead) holding ``--persons`` persons of one to five ids each (compacted rows:
+master, linked ids, daily state as of the end of yesterday), and ``profiles stream live-profiles``
+as its own process (``--jobs N``: N of them in one consumer group, sharing the partitions). A
+producer sends generated events of those ids at ``--rate`` events/s; a few times a second one of
+them is a *probe*: an event of a rule-matching type on one id of a person of several ids, whose
+segment expiry is unique. A prober reads the person's OTHER ids with ``segments_many`` (the bidders'
+read, one round trip for all pending probes) every ``--poll-ms``, and a probe's latency is the time
+from Kafka's acknowledgement of its send to the first read that shows it.
 
 1. **sustained**: ``--rate`` for ``--seconds`` (5,000/s for 600 s by default): p50 / p99 / max,
-   the job's RSS sampled every 5 s (first, last, highest), the CPU of the job, the gateway, the
+   the job's RSS sampled every 5 s (first, last, highest), the CPU of the job, the store, the
    broker and this process (the producer and the prober), and how busy the machine was.
 2. **ramp** (``--ramp``): rates going up by ``--ramp-step`` for ``--ramp-seconds`` each, until
    p99 passes ``--bar-ms`` or probes are no longer all seen; the highest rate that met it.
 3. **backlog** (``--backlog N``, instead of 1 and 2): once the job has caught up with the
-   warm-up, N events sent as fast as the producer goes; the job's and the gateway's CPU until
+   warm-up, N events sent as fast as the producer goes; the job's and the store's CPU until
    the job has committed them all, per event. Unlike latencies, that is the work itself, which
    other work on the machine changes little: the figure to compare changes by. With it, the
    row writes and cells per applied event, from the jobs' own counts when they stop.
@@ -25,6 +26,7 @@ time from Kafka's acknowledgement of its send to the first read that shows it.
     .venv/bin/python bench/realtime.py                              # 600 s at 5,000/s
     .venv/bin/python bench/realtime.py --seconds 60 --ramp         # a quick look, then the ramp
     .venv/bin/python bench/realtime.py --backlog 300000            # CPU per event
+    .venv/bin/python bench/realtime.py --store apache-hbase         # the same on Apache HBase
 
 The machine's load average is printed at the start and the end of each phase: figures taken
 beside other work are rough.
@@ -157,7 +159,7 @@ class Phase:
     rss_kb: list[int] = field(default_factory=list)
     load: tuple[float, float] = (0.0, 0.0)
     job_cpu_s: float = 0.0
-    gateway_cpu_s: float = 0.0
+    store_cpu_s: float = 0.0
     broker_cpu_s: float = 0.0
     bench_cpu_s: float = 0.0  # this process: the producer and the prober
     busy_share: float = 0.0  # of the machine's CPU time, whatever used it
@@ -187,7 +189,7 @@ class Phase:
             ],
             "load_average_start_end": [round(x, 1) for x in self.load],
             "job_cpu_s": round(self.job_cpu_s, 1),
-            "gateway_cpu_s": round(self.gateway_cpu_s, 1),
+            "store_cpu_s": round(self.store_cpu_s, 1),
             "broker_cpu_s": round(self.broker_cpu_s, 1),
             "bench_cpu_s": round(self.bench_cpu_s, 1),
             "machine_busy_percent": round(100 * self.busy_share, 1),
@@ -205,7 +207,7 @@ class Phase:
 class Setup:
     settings: object
     address: tuple[str, int]
-    gateway_pid: int
+    store_pids: tuple[int, ...]  # the embedded gateway, or Apache HBase's JVMs
     broker_pid: int
     jobs: list[subprocess.Popen]  # the live job's processes, one consumer group
 
@@ -363,11 +365,11 @@ def run_phase(
     job_pids = [job.pid for job in setup.jobs]
     phase = Phase(rate, seconds)
     load_start = os.getloadavg()[0]
-    job_cpu, gateway_cpu = TreeCpu(*job_pids), TreeCpu(setup.gateway_pid)
+    job_cpu, store_cpu = TreeCpu(*job_pids), TreeCpu(*setup.store_pids)
     broker_cpu = TreeCpu(setup.broker_pid)
-    for tree in (job_cpu, gateway_cpu, broker_cpu):
+    for tree in (job_cpu, store_cpu, broker_cpu):
         tree.sample()
-    job_before, gateway_before = sum(job_cpu.seen.values()), sum(gateway_cpu.seen.values())
+    job_before, store_before = sum(job_cpu.seen.values()), sum(store_cpu.seen.values())
     broker_before = sum(broker_cpu.seen.values())
     bench_before, machine_before = _own_cpu_s(), _machine_cpu()
     sampling = threading.Event()
@@ -385,7 +387,7 @@ def run_phase(
     sampling.set()
     sampler.join()
     phase.job_cpu_s = job_cpu.stop() - job_before
-    phase.gateway_cpu_s = gateway_cpu.stop() - gateway_before
+    phase.store_cpu_s = store_cpu.stop() - store_before
     phase.broker_cpu_s = broker_cpu.stop() - broker_before
     phase.bench_cpu_s = _own_cpu_s() - bench_before
     (busy_after, total_after), (busy_before, total_before) = _machine_cpu(), machine_before
@@ -409,7 +411,7 @@ def _machine_cpu() -> tuple[int, int]:
 
 def run_backlog(setup: Setup, pool: list[tuple], count: int, offset: int) -> dict:
     """Wait for the job to catch up, send ``count`` events at once, and measure the job's and
-    the gateway's CPU until the job has committed them all."""
+    the store's CPU until the job has committed them all."""
     from profile_store.realtime.live_profiles import DEFAULT_GROUP_ID
     from profile_store.realtime.stream_lag import group_lag
 
@@ -424,10 +426,10 @@ def run_backlog(setup: Setup, pool: list[tuple], count: int, offset: int) -> dic
     caught_up(600)
     load_start = os.getloadavg()[0]
     job_cpu = TreeCpu(*(job.pid for job in setup.jobs))
-    gateway_cpu = TreeCpu(setup.gateway_pid)
+    store_cpu = TreeCpu(*setup.store_pids)
     job_cpu.sample()
-    gateway_cpu.sample()
-    job_before, gateway_before = sum(job_cpu.seen.values()), sum(gateway_cpu.seen.values())
+    store_cpu.sample()
+    job_before, store_before = sum(job_cpu.seen.values()), sum(store_cpu.seen.values())
     started_at = time.monotonic()
     producer = rate_producer(setup.settings, **{"compression.type": "lz4"})
     for n in range(count):
@@ -442,26 +444,41 @@ def run_backlog(setup: Setup, pool: list[tuple], count: int, offset: int) -> dic
     producer.flush(120)
     seconds = caught_up(1800) - started_at
     job_s = job_cpu.stop() - job_before
-    gateway_s = gateway_cpu.stop() - gateway_before
+    store_s = store_cpu.stop() - store_before
     return {
         "events": count,
         "seconds": round(seconds, 1),
         "job_cpu_s": round(job_s, 1),
-        "gateway_cpu_s": round(gateway_s, 1),
+        "store_cpu_s": round(store_s, 1),
         "job_cpu_ms_per_event": round(job_s * 1000 / count, 4),
-        "gateway_cpu_ms_per_event": round(gateway_s * 1000 / count, 4),
+        "store_cpu_ms_per_event": round(store_s * 1000 / count, 4),
         "load_average_start_end": [round(load_start, 1), round(os.getloadavg()[0], 1)],
     }
 
 
 @contextlib.contextmanager
+def store_started(args: argparse.Namespace, data_dir: Path) -> Iterator[tuple[str, int, tuple]]:
+    """``(host, port, pids)`` of the store the job writes to: the embedded gateway or, with
+    ``--store apache-hbase``, the project's standalone Apache HBase."""
+    if args.store == "apache-hbase":
+        from profile_store.launchers.apache_hbase import ApacheHBase
+
+        with ApacheHBase(data_dir, heap="2g") as hbase:
+            yield "127.0.0.1", hbase.port, hbase.pids
+        return
+    from profile_store.hbase_gateway.process import EmbeddedGateway
+
+    with EmbeddedGateway(data_dir, server_args=tuple(args.gateway_arg)) as gateway:
+        yield gateway.host, gateway.port, (gateway.pid,)
+
+
+@contextlib.contextmanager
 def started(args: argparse.Namespace) -> Iterator[Setup]:
-    """The broker, the gateway holding the persons, and the live job as its own process."""
+    """The broker, the store holding the persons, and the live job as its own process."""
     import happybase
 
     from profile_store.event_bus.settings import EventBusSettings
     from profile_store.event_bus.topics import ensure_topic
-    from profile_store.hbase_gateway.process import EmbeddedGateway
     from profile_store.lake.storage import LocalLakeStorage
     from profile_store.launchers.kafka_broker import temporary_broker
     from profile_store.profiles.live_cells import day_end_ms
@@ -472,14 +489,14 @@ def started(args: argparse.Namespace) -> Iterator[Setup]:
     with (
         tempfile.TemporaryDirectory(prefix="bench-live-") as tmp,
         temporary_broker() as broker,
-        EmbeddedGateway(Path(tmp) / "hbase", server_args=tuple(args.gateway_arg)) as gateway,
+        store_started(args, Path(tmp) / "hbase") as (host, port, store_pids),
     ):
         work = Path(tmp)
         settings = EventBusSettings(broker.bootstrap_servers, "events", args.partitions)
         ensure_topic(settings)
         people = population(args.persons, args.seed)
         yesterday = time.strftime("%Y-%m-%d", time.gmtime(time.time() - 86_400))
-        connection = happybase.Connection(gateway.host, gateway.port)
+        connection = happybase.Connection(host, port)
         ensure_table(connection)
         loading = time.monotonic()
         cells = load_profiles(connection.table(PROFILE_TABLE), people, day_end_ms(yesterday))
@@ -501,7 +518,7 @@ def started(args: argparse.Namespace) -> Iterator[Setup]:
                     "stream",
                     "live-profiles",
                     *("--lake", str(work / "lake")),
-                    *("--hbase-host", gateway.host, "--hbase-port", str(gateway.port)),
+                    *("--hbase-host", host, "--hbase-port", str(port)),
                 ],
                 cwd=REPO,
                 env={
@@ -514,9 +531,7 @@ def started(args: argparse.Namespace) -> Iterator[Setup]:
             )
             for log in logs
         ]
-        setup = Setup(
-            settings, (gateway.host, gateway.port), gateway.pid, broker.pid, jobs, people, work
-        )
+        setup = Setup(settings, (host, port), store_pids, broker.pid, jobs, people, work)
         try:
             yield setup
         finally:
@@ -533,7 +548,7 @@ def started(args: argparse.Namespace) -> Iterator[Setup]:
 def measure(args: argparse.Namespace) -> int:
     print(
         f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, "
-        f"load average {os.getloadavg()[0]:.1f} at start; seed {args.seed}",
+        f"load average {os.getloadavg()[0]:.1f} at start; seed {args.seed}; store {args.store}",
         flush=True,
     )
     results = {}
@@ -612,13 +627,13 @@ def _meets(row: dict, bar_ms: float) -> bool:
     return row["probes_seen"] == row["probes"] and (row["p99_ms"] or float("inf")) <= bar_ms
 
 
-CPU_COLUMNS = ("job_cpu_s", "gateway_cpu_s", "broker_cpu_s", "bench_cpu_s")
+CPU_COLUMNS = ("job_cpu_s", "store_cpu_s", "broker_cpu_s", "bench_cpu_s")
 
 
 def _print_tables(results: dict, args: argparse.Namespace) -> None:
     print(
         "\n| rate /s | seconds | probes seen | p50 ms | p99 ms | max ms | job RSS MB first / last "
-        "/ max | CPU s: job / gateway / Kafka / producer+prober | machine busy % "
+        "/ max | CPU s: job / store / Kafka / producer+prober | machine busy % "
         "| load avg start / end |"
     )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -658,6 +673,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ramp-step", type=float, default=2_500)
     parser.add_argument("--ramp-seconds", type=float, default=90)
     parser.add_argument("--bar-ms", type=float, default=5_000)
+    parser.add_argument(
+        "--store",
+        choices=("gateway", "apache-hbase"),
+        default="gateway",
+        help="where the profiles live: the embedded gateway (default) or Apache HBase",
+    )
     parser.add_argument(
         "--gateway-arg",
         action="append",

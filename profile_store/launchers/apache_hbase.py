@@ -119,6 +119,7 @@ class ApacheHBase:
         self.startup_timeout = startup_timeout
         self.heap = heap
         self.requested_thrift_port = thrift_port
+        self.host = "127.0.0.1"  # every server binds the loopback
         self.port: int | None = None
         self.zookeeper_port: int | None = None
         self._processes: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = []
@@ -223,13 +224,19 @@ class ApacheHBase:
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
 
+    @property
+    def pids(self) -> tuple[int, ...]:
+        """The running JVMs (the master with its region server, the Thrift servers): what a
+        benchmark counts as the store's CPU."""
+        return tuple(process.pid for _, process, _ in self._processes)
+
     # -- clients ---------------------------------------------------------------------------------
 
     def connection_kwargs(
         self, port: int | None = None, transport: str = "buffered", protocol: str = "binary"
     ) -> dict[str, object]:
         return {
-            "host": "127.0.0.1",
+            "host": self.host,
             "port": port or self.port,
             "transport": transport,
             "protocol": protocol,
@@ -237,7 +244,7 @@ class ApacheHBase:
 
     def environment(self) -> dict[str, str]:
         """The variables that point the pipeline, the CLI and the service at this HBase."""
-        return {"HBASE_THRIFT_HOST": "127.0.0.1", "HBASE_THRIFT_PORT": str(self.port)}
+        return {"HBASE_THRIFT_HOST": self.host, "HBASE_THRIFT_PORT": str(self.port)}
 
     # -- internals -------------------------------------------------------------------------------
 
