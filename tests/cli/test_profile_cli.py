@@ -37,6 +37,13 @@ REPO = Path(__file__).resolve().parents[2]
 SHOP_KEY = "shop-key-0123456789abcdef"
 
 
+@pytest.fixture(autouse=True)
+def no_lake(tmp_path, monkeypatch) -> None:
+    """No lake, as in a fresh checkout: the default one (``data/lake``, which ``make demo``
+    fills) would add what its identity graph says of these ids to ``connected``'s answer."""
+    monkeypatch.setenv("PROFILES_LAKE_ROOT", str(tmp_path / "no-lake"))
+
+
 @pytest.fixture
 def hbase_flags(profile_settings) -> list[str]:
     return ["--hbase-host", profile_settings.host, "--hbase-port", str(profile_settings.port)]

@@ -125,10 +125,13 @@ def test_a_run_that_failed_before_any_step_is_a_failed_day():
 def test_a_real_range_whose_first_day_fails_names_the_failed_step_and_the_unrun_day(tmp_path):
     not_a_lake = tmp_path / "not-a-lake"
     not_a_lake.write_text("a file where the lake's directory should be")
+    # A home of its own (tmp_path/.dagster_home): `make test` exports the checkout's, which
+    # `make demo` may have given an instance already, and the test's runs do not belong there.
+    env = {name: value for name, value in os.environ.items() if name != "DAGSTER_HOME"}
     completed = subprocess.run(
         [sys.executable, "-m", "profile_store.cli", "run", "2026-11-01", "2026-11-02"],
         cwd=tmp_path,
-        env={**os.environ, "PROFILES_LAKE_ROOT": str(not_a_lake)},
+        env={**env, "PROFILES_LAKE_ROOT": str(not_a_lake)},
         capture_output=True,
         text=True,
     )
