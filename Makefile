@@ -63,12 +63,14 @@ kafka: java $(BIN)/.installed
 	@command -v mvn >/dev/null 2>&1 || { echo "Apache Kafka's jars are resolved by Maven: install it first (Debian: apt-get install -y maven)"; exit 1; }
 	$(BIN)/profiles kafka --data-dir data/kafka --port 9092
 
-# SPARK_START_TIMEOUT: seconds the master, then the worker, may take (`make spark-cluster
-# SPARK_START_TIMEOUT=600` on a busy machine).
+# SPARK_START_TIMEOUT: seconds the master, then the workers, may take (`make spark-cluster
+# SPARK_START_TIMEOUT=600` on a busy machine). SPARK_WORKERS: how many workers, each of 2 cores
+# (`make spark-cluster SPARK_WORKERS=2`: two executors, shuffles between them).
 SPARK_START_TIMEOUT ?= 300
+SPARK_WORKERS ?= 1
 spark-cluster: java $(BIN)/.installed
 	$(BIN)/python -m profile_store.cli.launchers spark-standalone --work-dir data/spark-standalone \
-		--start-timeout $(SPARK_START_TIMEOUT)
+		--workers $(SPARK_WORKERS) --start-timeout $(SPARK_START_TIMEOUT)
 
 clean:
 	rm -rf data .dagster_home
