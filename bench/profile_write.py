@@ -30,6 +30,7 @@ written)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -130,6 +131,46 @@ def jvm_cpu_seconds(pids: tuple[int, ...]) -> float:
     return sum(tree_cpu_seconds(pid) for pid in pids)
 
 
+def measure_case(case: Case, env: dict, day: str, store: Path, hbase) -> dict | None:
+    """One run of the case in a new process: its figures, with the cells the table holds after
+    it and, on Apache HBase, the CPU its JVMs spent meanwhile; None when the run failed."""
+    from profile_store.profiles.table import PROFILE_TABLE
+
+    if case.store == "apache":
+        prefix = store.name  # a table of its own in the one Apache HBase
+        env = {**env, **hbase.environment(), "HBASE_TABLE_PREFIX": prefix}
+        jvm_before = jvm_cpu_seconds(hbase.pids)
+    else:
+        env = {**env, "PROFILES_HBASE_DATA_DIR": str(store)}
+    completed = subprocess.run(
+        [sys.executable, __file__, "--child-day", day],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if completed.returncode != 0:
+        print(completed.stderr[-4000:], file=sys.stderr)
+        return None
+    found = json.loads(completed.stdout.strip().splitlines()[-1])
+    if case.store == "apache":
+        found["store_cpu_s"] = round(jvm_cpu_seconds(hbase.pids) - jvm_before, 2)
+        found["cells"] = stored_cells(hbase.host, hbase.port, f"{prefix}_{PROFILE_TABLE}")
+    else:
+        found["store_cpu_s"] = None  # the gateway is in the run's tree
+        found["cells"] = gateway_cells(store)
+    return found
+
+
+def gateway_cells(store: Path) -> int:
+    """Every cell of the profiles table in a gateway store the run left (its gateway stopped)."""
+    from profile_store.hbase_gateway.process import EmbeddedGateway
+    from profile_store.profiles.table import PROFILE_TABLE
+
+    with EmbeddedGateway(store) as gateway:
+        return stored_cells(gateway.host, gateway.port, PROFILE_TABLE)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events-per-day", type=int, default=200_000)
@@ -161,56 +202,31 @@ def main(argv: list[str] | None = None) -> int:
     print(f"machine: {machine()}; lake {source}, day {day}", flush=True)
 
     from profile_store.launchers.apache_hbase import temporary_hbase
-    from profile_store.profiles.table import PROFILE_TABLE
 
     results: list[tuple[Case, dict]] = []
-    with tempfile.TemporaryDirectory(prefix="bench-profile-write-") as scratch:
-        lake = Path(scratch) / "lake"
+    with contextlib.ExitStack() as stack:
+        scratch = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-write-")))
+        lake = scratch / "lake"
         shutil.copytree(source, lake)  # the day's lake state is rewritten by each run
-        hbase_cm = temporary_hbase(heap="2g") if any(c.store == "apache" for c in cases) else None
-        hbase = hbase_cm.__enter__() if hbase_cm is not None else None
-        try:
-            for run in range(args.runs):
-                for number, case in enumerate(cases):
-                    env = {
-                        **os.environ,
-                        "PYTHONPATH": str(REPO),
-                        "PYSPARK_PYTHON": sys.executable,
-                        "PROFILES_LAKE_ROOT": str(lake),
-                        "PROFILES_START_DATE": days[0],
-                        "SPARK_SHUFFLE_PARTITIONS": str(case.partitions),
-                        "BENCH_PROFILE_WRITE": case.path,
-                    }
-                    store = Path(scratch) / f"store-{run}-{number}"
-                    if case.store == "apache":
-                        prefix = f"r{run}c{number}"
-                        env.update(hbase.environment(), HBASE_TABLE_PREFIX=prefix)
-                        address = (hbase.host, hbase.port, f"{prefix}_{PROFILE_TABLE}")
-                        jvm_before = jvm_cpu_seconds(hbase.pids)
-                    else:
-                        env["PROFILES_HBASE_DATA_DIR"] = str(store)
-                    completed = subprocess.run(
-                        [sys.executable, __file__, "--child-day", day],
-                        env=env,
-                        capture_output=True,
-                        text=True,
-                        check=False,
-                    )
-                    if completed.returncode != 0:
-                        print(completed.stderr[-4000:], file=sys.stderr)
-                        return 1
-                    found = json.loads(completed.stdout.strip().splitlines()[-1])
-                    if case.store == "apache":
-                        found["store_cpu_s"] = round(jvm_cpu_seconds(hbase.pids) - jvm_before, 2)
-                        found["cells"] = stored_cells(*address)
-                    else:
-                        found["store_cpu_s"] = None  # the gateway is in the run's tree
-                        found["cells"] = gateway_cells(store)
-                    print(str(case), json.dumps(found), flush=True)
-                    results.append((case, found))
-        finally:
-            if hbase_cm is not None:
-                hbase_cm.__exit__(None, None, None)
+        hbase = None
+        if any(case.store == "apache" for case in cases):
+            hbase = stack.enter_context(temporary_hbase(heap="2g"))
+        for run in range(args.runs):
+            for number, case in enumerate(cases):
+                env = {
+                    **os.environ,
+                    "PYTHONPATH": str(REPO),
+                    "PYSPARK_PYTHON": sys.executable,
+                    "PROFILES_LAKE_ROOT": str(lake),
+                    "PROFILES_START_DATE": days[0],
+                    "SPARK_SHUFFLE_PARTITIONS": str(case.partitions),
+                    "BENCH_PROFILE_WRITE": case.path,
+                }
+                found = measure_case(case, env, day, scratch / f"store-{run}-{number}", hbase)
+                if found is None:
+                    return 1
+                print(str(case), json.dumps(found), flush=True)
+                results.append((case, found))
 
     print(
         "\n| case (store:path:partitions) | path taken | rows | cells | wall s | CPU-s of the "
@@ -225,15 +241,6 @@ def main(argv: list[str] | None = None) -> int:
             f"{found['cells'] / found['seconds']:,.0f} |"
         )
     return 0
-
-
-def gateway_cells(store: Path) -> int:
-    """Every cell of the profiles table in a gateway store the run left (its gateway stopped)."""
-    from profile_store.hbase_gateway.process import EmbeddedGateway
-    from profile_store.profiles.table import PROFILE_TABLE
-
-    with EmbeddedGateway(store) as gateway:
-        return stored_cells(gateway.host, gateway.port, PROFILE_TABLE)
 
 
 if __name__ == "__main__":
