@@ -206,15 +206,18 @@ def test_reads_add_live_cells_only_for_days_the_daily_state_does_not_count(
 
 
 def traffic(ids: list[str], count: int, prefix: str = "e") -> list[tuple[bytes, bytes]]:
-    """``count`` events of today on ``ids``, clicks, purchases and other types."""
+    """``count`` events of today on ``ids``, clicks, purchases and other types, none later
+    than now: shortly after midnight the hour before is yesterday, so they crowd into the
+    minutes since."""
     rng = random.Random(prefix)
     start = recent_ms(3600)
+    spread = max(1, min(3_000_000, recent_ms(0) - start))
     kinds = ("click", "purchase", "view_item", "open")
     return [
         message(
             f"{prefix}{i}",
             rng.choice(ids),
-            start + rng.randrange(0, 3_000_000),
+            start + rng.randrange(0, spread),
             rng.choice(kinds),
             event_attributes={"product_type": rng.choice(("shoes", "hats"))},
         )
