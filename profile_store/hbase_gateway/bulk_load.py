@@ -25,7 +25,8 @@ A batch (a file's cells, as Arrow) has the columns ``row`` (binary), ``family`` 
 
 The job stages its files in a directory of the store's data directory (``staging_directory``),
 owned by the load while it runs: a load killed mid-way leaves it, holding ids, and the next load
-or major compaction removes every staging directory no live load owns.
+or major compaction removes every staging directory no live load owns, and the empty claim a
+load killed while claiming its directory leaves.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import fcntl
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,14 +78,26 @@ def staging_directory(data_dir: Path) -> Iterator[Path]:
         os.close(owner)
 
 
-def remove_abandoned_staging(data_dir: Path) -> list[Path]:
+CLAIM_GRACE_SECONDS = 60.0
+"""A claiming directory older than this that nobody locks was left by a load killed between
+creating and locking it (a claim takes microseconds); a younger one may be a claim under way."""
+
+
+def remove_abandoned_staging(data_dir: Path, now: float | None = None) -> list[Path]:
     """Remove the staging directories under ``data_dir`` that no live load owns (a load killed
-    mid-way leaves its cells, ids among them); returns them."""
+    mid-way leaves its cells, ids among them), and the empty claims of loads killed while they
+    claimed one; returns them."""
     removed = []
     for staging in sorted(data_dir.glob(f"{STAGING_PREFIX}*")):
         if staging.is_dir() and not _owned(staging):
             shutil.rmtree(staging, ignore_errors=True)
             removed.append(staging)
+    stale_before = (time.time() if now is None else now) - CLAIM_GRACE_SECONDS
+    for claim in sorted(data_dir.glob(f"{_CLAIMING_PREFIX}{STAGING_PREFIX}*")):
+        with contextlib.suppress(FileNotFoundError):  # renamed by its load meanwhile
+            if claim.is_dir() and claim.stat().st_mtime < stale_before and not _owned(claim):
+                shutil.rmtree(claim, ignore_errors=True)
+                removed.append(claim)
     return removed
 
 

@@ -3,6 +3,9 @@ removed by the next load or ``majorCompact`` once its load died, never while it 
 
 from __future__ import annotations
 
+import fcntl
+import os
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,6 +14,7 @@ import pytest
 from killed_bulk_load import killed_load
 
 from profile_store.hbase_gateway.bulk_load import (
+    CLAIM_GRACE_SECONDS,
     STAGING_PREFIX,
     remove_abandoned_staging,
     staging_directory,
@@ -50,6 +54,39 @@ def test_a_staging_directory_without_an_owner_lock_is_removed(tmp_path) -> None:
     """As an earlier version of the load left them."""
     (tmp_path / f"{STAGING_PREFIX}old").mkdir()
     assert remove_abandoned_staging(tmp_path) == [tmp_path / f"{STAGING_PREFIX}old"]
+
+
+def claim_left_at(data_dir: Path, seconds_ago: float) -> Path:
+    """A claim as a load killed between creating and renaming it leaves it: its lock file."""
+    claim = data_dir / f".claiming-{STAGING_PREFIX}k1ll3d"
+    claim.mkdir()
+    (claim / ".owner.lock").touch()
+    then = time.time() - seconds_ago
+    os.utime(claim, (then, then))
+    return claim
+
+
+def test_a_claim_its_load_died_making_is_removed_once_older_than_a_claim_takes(tmp_path) -> None:
+    claim = claim_left_at(tmp_path, CLAIM_GRACE_SECONDS + 5)
+    assert remove_abandoned_staging(tmp_path) == [claim]
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_young_claim_is_kept_it_may_be_a_load_claiming_now(tmp_path) -> None:
+    claim = claim_left_at(tmp_path, 1)
+    assert remove_abandoned_staging(tmp_path) == []
+    assert claim.is_dir()
+
+
+def test_an_old_claim_whose_lock_is_held_is_kept(tmp_path) -> None:
+    claim = claim_left_at(tmp_path, CLAIM_GRACE_SECONDS + 5)
+    held = os.open(claim / ".owner.lock", os.O_RDWR)
+    try:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        assert remove_abandoned_staging(tmp_path) == []
+        assert claim.is_dir()
+    finally:
+        os.close(held)
 
 
 @pytest.fixture
