@@ -20,8 +20,8 @@ sides run them). The lake is kept under ``--work-dir`` and reused when it is com
 ``--whole-graph`` measures instead what one day of a production run costs: the ``days`` history
 days run through every asset and check (setup), then the new day runs through every asset AND
 every asset check in one run. Per step and for the run it prints wall seconds, CPU-seconds of
-the whole process tree and per million landing events, and the Spark jobs and stages submitted
-(``bench/run_cost.py`` says how each is measured); for the run, end-to-end events/s (bar:
+the whole process tree and per million landing events, the Spark jobs and stages submitted
+and the JVM calls made to plan them (``bench/run_cost.py`` says how each is measured); for the run, end-to-end events/s (bar:
 >= 10,000 events/s on the 2-core machine) and the peak RSS of the driver JVM and of this
 process during the new day. As a yardstick that does not depend on the machine's load, DuckDB
 then counts the exact distinct users per app and event type over the same landing files, and
@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hbase_gateway import machine  # noqa: E402  (bench/hbase_gateway.py)
 from run_cost import (  # noqa: E402  (bench/run_cost.py)
+    JvmCalls,
     RunCost,
     SparkJob,
     busy_seconds,
@@ -127,7 +128,8 @@ class Runner:
                 "PROFILES_START_DATE": START.isoformat(),
             }
         )
-        self.step_marks: list[tuple[str, str, float, float]] = []
+        self.jvm_calls = JvmCalls()
+        self.step_marks: list[tuple[str, str, float, float, int]] = []
         self.last_job = -1
         handle = self.instance.handle_new_event
 
@@ -138,7 +140,7 @@ class Runner:
                 "STEP_FAILURE",
             ):
                 mark = (event.step_key, event.dagster_event.event_type_value)
-                self.step_marks.append((*mark, time.time(), tree_cpu_seconds()))
+                self.step_marks.append((*mark, time.time(), tree_cpu_seconds(), self.jvm_calls()))
             return handle(event, **kwargs)
 
         self.instance.handle_new_event = marking_steps
@@ -156,7 +158,7 @@ class Runner:
         from dagster import materialize
 
         self.step_marks = []
-        cpu_before = tree_cpu_seconds()
+        cpu_before, calls_before = tree_cpu_seconds(), self.jvm_calls()
         started = time.perf_counter()
         result = materialize(
             self.definitions,
@@ -167,7 +169,7 @@ class Runner:
             run_config=QUIET,
         )
         seconds = time.perf_counter() - started
-        cpu = tree_cpu_seconds() - cpu_before
+        cpu, calls = tree_cpu_seconds() - cpu_before, self.jvm_calls() - calls_before
         jobs = spark_jobs(spark_session(), self.last_job)
         self.last_job = max([self.last_job, *(job.job_id for job in jobs)])
         received = None
@@ -181,7 +183,8 @@ class Runner:
             else f"FAILED ({evaluation.severity.value})"
             for evaluation in result.get_asset_check_evaluations()
         }
-        return RunCost(seconds, cpu, step_costs(self.step_marks, jobs), jobs, received, outcomes)
+        steps = step_costs(self.step_marks, jobs)
+        return RunCost(seconds, cpu, calls, steps, jobs, received, outcomes)
 
 
 def main() -> int:
@@ -270,7 +273,8 @@ def whole_graph_day(
         run = runner.run_with_costs(day, everything)
         print(
             f"setup: history day {day}, every asset and check: {run.seconds:.1f} s, "
-            f"{run.cpu_seconds:.1f} CPU-s, {len(run.jobs)} Spark jobs",
+            f"{run.cpu_seconds:.1f} CPU-s, {len(run.jobs)} Spark jobs, "
+            f"{run.jvm_calls:,} JVM calls",
             flush=True,
         )
         steps = ", ".join(f"{name} {step.seconds:.1f}" for name, step in run.steps.items())
@@ -338,16 +342,17 @@ def print_cost_tables(run: RunCost, assets: list[str]) -> None:
     millions = run.received_rows / 1e6
     print(
         "| new day: step | kind | seconds | of which in Spark jobs | CPU-seconds | "
-        "CPU-s per M events | Spark jobs | stages | outcome |"
+        "CPU-s per M events | Spark jobs | stages | JVM calls | outcome |"
     )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
     for name, step in run.steps.items():
         kind = "asset" if name in assets else "check"
         outcome = run.outcomes.get(name, "") if kind == "check" else "materialized"
         print(
             f"| {name} | {kind} | {step.seconds:.1f} | {busy_seconds(step.jobs):.1f} | "
             f"{step.cpu_seconds:.1f} | "
-            f"{step.cpu_seconds / millions:.1f} | {len(step.jobs)} | {step.stages} | {outcome} |"
+            f"{step.cpu_seconds / millions:.1f} | {len(step.jobs)} | {step.stages} | "
+            f"{step.jvm_calls:,} | {outcome} |"
         )
     in_steps = sum(step.cpu_seconds for step in run.steps.values())
     outside = run.jobs_outside_steps()
@@ -356,12 +361,14 @@ def print_cost_tables(run: RunCost, assets: list[str]) -> None:
         f"{run.seconds - sum(step.seconds for step in run.steps.values()):.1f} | "
         f"{busy_seconds(outside):.1f} | {run.cpu_seconds - in_steps:.1f} | "
         f"{(run.cpu_seconds - in_steps) / millions:.1f} | "
-        f"{len(outside)} | {sum(job.stages for job in outside)} | |"
+        f"{len(outside)} | {sum(job.stages for job in outside)} | "
+        f"{run.jvm_calls - sum(step.jvm_calls for step in run.steps.values()):,} | |"
     )
     print(
         f"| **whole run** | | {run.seconds:.1f} | {busy_seconds(run.jobs):.1f} | "
         f"{run.cpu_seconds:.1f} | "
-        f"{run.cpu_seconds / millions:.1f} | {len(run.jobs)} | {run.stages} | |"
+        f"{run.cpu_seconds / millions:.1f} | {len(run.jobs)} | {run.stages} | "
+        f"{run.jvm_calls:,} | |"
     )
 
 

@@ -12,6 +12,10 @@ is what the tree spent between them. (Only a process that outlives its parent an
 init would escape; none of the run's processes do that.) The gateway is stopped and reaped at
 the end of each run, so its time is counted in full.
 
+JVM calls: every DataFrame and Column operation of the Python side is one or more py4j round
+trips to the driver JVM, each a few hundred microseconds, before any job runs; ``JvmCalls``
+counts them, so that a step's plan-building work is counted as exactly as its jobs.
+
 Jobs: the driver's status store (what the Spark UI shows, kept with the UI disabled too) lists
 every job with its submission time, call site and stages; jobs are given to the step whose
 start and end bracket their submission.
@@ -24,6 +28,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from py4j.clientserver import ClientServerConnection
 from pyspark.sql import SparkSession
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -148,11 +153,35 @@ def spark_session() -> SparkSession:
     return session
 
 
+class JvmCalls:
+    """Counts this process's py4j calls to the JVM from its creation on (one counter a process:
+    PySpark talks to its JVM over ``ClientServerConnection``, one per Python thread)."""
+
+    _count = 0
+    _installed = False
+
+    def __init__(self) -> None:
+        if not JvmCalls._installed:
+            send = ClientServerConnection.send_command
+
+            def counted(connection, command, *args, **kwargs):
+                JvmCalls._count += 1
+                return send(connection, command, *args, **kwargs)
+
+            ClientServerConnection.send_command = counted
+            JvmCalls._installed = True
+
+    def __call__(self) -> int:
+        """Calls so far."""
+        return JvmCalls._count
+
+
 @dataclass(frozen=True)
 class StepCost:
     seconds: float
     cpu_seconds: float
     jobs: list[SparkJob]
+    jvm_calls: int
 
     @property
     def stages(self) -> int:
@@ -163,6 +192,7 @@ class StepCost:
 class RunCost:
     seconds: float
     cpu_seconds: float
+    jvm_calls: int
     steps: dict[str, StepCost]
     """In the order the steps started."""
     jobs: list[SparkJob]
@@ -181,18 +211,22 @@ class RunCost:
 
 
 def step_costs(
-    marks: list[tuple[str, str, float, float]], jobs: list[SparkJob]
+    marks: list[tuple[str, str, float, float, int]], jobs: list[SparkJob]
 ) -> dict[str, StepCost]:
-    """Each step's wall and CPU seconds and jobs, from (step, event, time, tree CPU) marks."""
-    starts = {step: (at, cpu) for step, event, at, cpu in marks if event == "STEP_START"}
+    """Each step's wall and CPU seconds, jobs and JVM calls, from (step, event, time, tree CPU,
+    JVM calls) marks."""
+    starts = {
+        step: (at, cpu, calls) for step, event, at, cpu, calls in marks if event == "STEP_START"
+    }
     costs = {}
-    for step, event, ended, cpu_end in marks:
+    for step, event, ended, cpu_end, calls_end in marks:
         if event == "STEP_START":
             continue
-        started, cpu_start = starts[step]
+        started, cpu_start, calls_start = starts[step]
         costs[step] = StepCost(
             seconds=ended - started,
             cpu_seconds=cpu_end - cpu_start,
             jobs=[job for job in jobs if started <= job.submitted <= ended],
+            jvm_calls=calls_end - calls_start,
         )
     return dict(sorted(costs.items(), key=lambda item: starts[item[0]][0]))

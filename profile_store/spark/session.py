@@ -39,6 +39,10 @@ def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) ->
         # is broadcast instead, which saves a shuffle of the state per join.
         "spark.sql.autoBroadcastJoinThreshold": str(64 * 1024 * 1024),
         "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
+        # PySpark records the Python call site of every Column operation for error messages,
+        # at about seven JVM round trips each: building a day's plans (thousands of Column
+        # operations, before any job runs) took twice as long with it.
+        "spark.python.sql.dataFrameDebugging.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.ui.enabled": "false",
         # The throughput collector: on a few cores G1's concurrent work competes with the
