@@ -18,17 +18,17 @@ sides run them). The lake is kept under ``--work-dir`` and reused when it is com
     .venv/bin/python bench/daily_run.py [--days 30] [--events-per-day 20000] [--seed 7] [--checks]
 
 ``--whole-graph`` measures instead what one day of a production run costs: the ``days`` history
-days run through every asset and check (setup), then the new day runs through every asset AND
-every asset check in one run. Per step and for the run it prints wall seconds, CPU-seconds of
-the whole process tree and per million landing events, the Spark jobs and stages submitted
-and the JVM calls made to plan them (``bench/run_cost.py`` says how each is measured); for the run, end-to-end events/s (bar:
->= 10,000 events/s on the 2-core machine) and the peak RSS of the driver JVM and of this
-process during the new day. As a yardstick that does not depend on the machine's load, DuckDB
-then counts the exact distinct users per app and event type over the same landing files, and
-the run's CPU-seconds are given as a multiple of DuckDB's. ``--list-jobs`` lists every Spark
-job of the new day with its step and call site. On a shared machine wall seconds follow its
-load (printed), CPU-seconds less so but they grow too when the cores are oversubscribed; job
-counts do not depend on it::
+days run through every asset and check (setup), then the new day runs through every asset AND every
+asset check in one run. Per step and for the run it prints wall seconds, CPU-seconds of the whole
+process tree and per million landing events, the Spark jobs and stages submitted and the JVM calls
+made to plan them (``bench/run_cost.py`` says how each is measured); for the run, end-to-end
+events/s (bar: >= 10,000 events/s on the 2-core machine) and the peak RSS of the driver JVM and of
+this process during the new day. As a yardstick that does not depend on the machine's load, DuckDB
+then counts the exact distinct users per app and event type over the same landing files, and the
+run's CPU-seconds are given as a multiple of DuckDB's. ``--list-jobs`` lists every Spark job of the
+new day with its step and call site. On a shared machine wall seconds follow its load (printed),
+CPU-seconds less so but they grow too when the cores are oversubscribed; job counts do not depend
+on it::
 
     .venv/bin/python bench/daily_run.py --whole-graph --days 1 --events-per-day 1000000
 
