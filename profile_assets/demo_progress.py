@@ -142,13 +142,20 @@ def step_progress_logger(out: TextIO = sys.stdout) -> LoggerDefinition:
     return progress
 
 
-def run_partition(job, day: str | None, instance, tags: dict[str, str] | None = None) -> dict:
+def run_partition(
+    job,
+    day: str | None,
+    instance,
+    tags: dict[str, str] | None = None,
+    console_level: str = "WARNING",
+) -> dict:
     """One day of ``job`` (None: an unpartitioned job) in this process, printing a line per
-    finished asset and check."""
+    finished asset and check, and the run's log messages of ``console_level`` and above (a
+    caller that reports the steps' outcomes itself can leave their warnings to its report)."""
     job = job.with_logger_defs(
         {"console": colored_console_logger, "progress": step_progress_logger()}
     )
-    loggers = {"console": {"config": {"log_level": "WARNING"}}, "progress": {}}
+    loggers = {"console": {"config": {"log_level": console_level}}, "progress": {}}
     result = job.execute_in_process(
         run_config={"loggers": loggers},
         partition_key=day,

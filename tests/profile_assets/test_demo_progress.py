@@ -173,3 +173,28 @@ def test_a_check_evaluated_in_its_assets_step_prints_under_the_assets_line():
     assert [line.split()[:1] for line in lines] == [["erasure"], ["check"]]
     assert lines[0].endswith(" s")
     assert lines[1].split() == ["check", "carried_out", "passed"]
+
+
+@asset
+def activations(context) -> None:
+    context.log.warning("audience 'Buyers' not activated: no clean events for the day before")
+
+
+def one_warning_run(console_level: str | None) -> dict:
+    job = Definitions(assets=[activations], jobs=[define_asset_job("warns")]).resolve_job_def(
+        "warns"
+    )
+    levels = {} if console_level is None else {"console_level": console_level}
+    return run_partition(job, None, DagsterInstance.ephemeral(), **levels)
+
+
+def test_a_steps_warning_is_printed_by_default(capfd):
+    one_warning_run(None)
+    assert "not activated" in capfd.readouterr().err
+
+
+def test_a_caller_that_reports_outcomes_itself_can_leave_the_warnings_to_its_report(capfd):
+    outcome = one_warning_run("ERROR")
+    printed = capfd.readouterr()
+    assert outcome["success"] and "activations" in outcome["assets"]
+    assert "not activated" not in printed.err + printed.out
