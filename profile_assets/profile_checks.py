@@ -37,6 +37,7 @@ from profile_store.lake.layout import (
     day_dir,
 )
 from profile_store.profiles.consistency import component_agreement, master_references
+from profile_store.profiles.pipeline import end_of_day_ms
 from profile_store.profiles.table import PROFILE_TABLE
 from resources.hbase import HBaseResource
 from resources.identity import IdentityResource
@@ -146,7 +147,8 @@ class CompactionAgreementConfig(Config):
     description=(
         "A fixed-seed sample of multi-profile components (identity_components after the day) "
         "read back from HBase: every profile returns the same segments and counters and names "
-        "the component's master."
+        "the component's master. A day run again after later days leaves their rows alone: "
+        "a component holding a later day's row is counted apart, not judged."
     ),
 )
 def profiles_compaction_agreement(
@@ -170,11 +172,20 @@ def profiles_compaction_agreement(
     for row in members:
         components.setdefault(row.master, []).append(row.profile)
     with hbase.connection() as connection:
-        agreement = component_agreement(connection.table(PROFILE_TABLE), components)
+        agreement = component_agreement(
+            connection.table(PROFILE_TABLE), components, as_of_ms=end_of_day_ms(day)
+        )
+    if not agreement.components:
+        return nothing_to_judge(
+            f"every sampled component of {day} holds a later day's rows (the day ran again "
+            "after later days, whose rows it leaves alone)",
+            components_of_a_later_day=agreement.later,
+        )
     return problems_found(
         agreement.problems,
         "every sampled component agrees",
         components_sampled=agreement.components,
+        components_of_a_later_day=agreement.later,
         profiles_read=agreement.profiles,
         problems=MetadataValue.json(agreement.problems[:20]),
     )

@@ -65,24 +65,37 @@ class ComponentAgreement:
     components: int
     profiles: int
     problems: list[str] = field(default_factory=list)
+    later: int = 0
+    """Components not judged: a row of theirs holds a later day's state."""
 
 
 def component_agreement(
-    table, components: dict[str, list[str]], batch_size: int = 500
+    table,
+    components: dict[str, list[str]],
+    batch_size: int = 500,
+    as_of_ms: int | None = None,
 ) -> ComponentAgreement:
-    """Read every member of each component (master -> ids) and compare what they return."""
+    """Read every member of each component (master -> ids) and compare what they return.
+
+    ``as_of_ms``: the end of the day the components are of. A day run again after later days
+    leaves their rows alone (a row never goes back to an earlier day), so a component with a
+    row of a later day is the later day's, not this one's: counted in ``later``, not judged.
+    """
     problems: list[str] = []
-    profiles = 0
+    profiles = later = 0
     for master, ids in components.items():
         rows = {}
         for chunk in _chunks(sorted(ids), batch_size):
             rows.update(dict(table.rows([profile_key(i) for i in chunk])))
-        profiles += len(ids)
         missing = [i for i in ids if profile_key(i) not in rows]
+        decoded = [decode_profile(key, cells) for key, cells in rows.items()]
+        if as_of_ms is not None and any(p.as_of_ms > as_of_ms for p in decoded):
+            later += 1
+            continue
+        profiles += len(ids)
         if missing:
             problems.append(f"component {master}: no row for {missing[:3]}")
             continue
-        decoded = [decode_profile(key, cells) for key, cells in rows.items()]
         wrong_master = [p.profile for p in decoded if p.master != master]
         if wrong_master:
             problems.append(f"component {master}: {wrong_master[:3]} name another master")
@@ -91,4 +104,4 @@ def component_agreement(
         }
         if len(views) > 1:
             problems.append(f"component {master}: {len(views)} different segment/counter sets")
-    return ComponentAgreement(len(components), profiles, problems)
+    return ComponentAgreement(len(components) - later, profiles, problems, later)

@@ -17,6 +17,7 @@ from profile_store.generator.lake import generate_lake
 from profile_store.identity.pipeline import latest_assignment_dir
 from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.consistency import component_agreement, master_references
+from profile_store.profiles.pipeline import end_of_day_ms
 from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules, rules_digest
 from profile_store.profiles.table import (
     PROFILE_TABLE,
@@ -296,3 +297,26 @@ def test_a_day_loaded_in_bulk_restores_the_rows_its_thrift_run_wrote(built):
     again = run(DAYS[1], bulk, upstream=False)
     assert again["profile_write"] == "bulk"
     assert snapshot() == before
+
+
+def test_an_earlier_day_run_again_judges_only_the_components_no_later_day_rewrote(built):
+    """Its rows of a later day are left alone, so they cannot agree with the earlier day."""
+    _, _, run, _ = built
+    run(DAYS[0], upstream=False)
+    agreement = run.checks[("profiles_compaction_agreement", DAYS[0])]
+    assert agreement.passed, agreement.description
+    assert agreement.metadata["components_of_a_later_day"].value > 0
+
+
+def test_a_component_with_a_row_of_a_later_day_is_counted_apart_not_judged(built):
+    root, hbase, _, _ = built
+    components = dict(sorted(_components(root).items())[:20])
+    with _table(hbase) as connection:
+        table = connection.table(PROFILE_TABLE)
+        latest = end_of_day_ms(date.fromisoformat(DAYS[-1]))
+        of_the_latest_day = component_agreement(table, components, as_of_ms=latest)
+        of_a_day_before_all = component_agreement(table, components, as_of_ms=0)
+    assert (of_the_latest_day.components, of_the_latest_day.later) == (20, 0)
+    assert of_the_latest_day.problems == []
+    assert (of_a_day_before_all.components, of_a_day_before_all.later) == (0, 20)
+    assert of_a_day_before_all.profiles == 0
