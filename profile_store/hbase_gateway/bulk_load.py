@@ -83,7 +83,7 @@ CLAIM_GRACE_SECONDS = 60.0
 creating and locking it (a claim takes microseconds); a younger one may be a claim under way."""
 
 
-def remove_abandoned_staging(data_dir: Path, now: float | None = None) -> list[Path]:
+def remove_abandoned_staging(data_dir: Path) -> list[Path]:
     """Remove the staging directories under ``data_dir`` that no live load owns (a load killed
     mid-way leaves its cells, ids among them), and the empty claims of loads killed while they
     claimed one; returns them."""
@@ -92,7 +92,7 @@ def remove_abandoned_staging(data_dir: Path, now: float | None = None) -> list[P
         if staging.is_dir() and not _owned(staging):
             shutil.rmtree(staging, ignore_errors=True)
             removed.append(staging)
-    stale_before = (time.time() if now is None else now) - CLAIM_GRACE_SECONDS
+    stale_before = time.time() - CLAIM_GRACE_SECONDS
     for claim in sorted(data_dir.glob(f"{_CLAIMING_PREFIX}{STAGING_PREFIX}*")):
         with contextlib.suppress(FileNotFoundError):  # renamed by its load meanwhile
             if claim.is_dir() and claim.stat().st_mtime < stale_before and not _owned(claim):
