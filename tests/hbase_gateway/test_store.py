@@ -138,6 +138,32 @@ def test_compaction_reclaims_a_row_between_rows_with_nothing_to_reclaim(store: S
     assert stored(store, store.table(b"t").cells_table) == 5001
 
 
+def test_cells_written_during_a_compaction_count_toward_the_next_one_not_its_size(
+    store: Store,
+) -> None:
+    """A daily run rewrites its rows while a compaction passes over them: the rewritten rows the
+    pass had already gone by keep a stale version, which the next compaction must reclaim."""
+    rows = range(5000)
+    for ts in (1, 2, 3):
+        store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"v")]) for i in rows], ts)
+    rewritten: list[bool] = []
+
+    def rewrite_every_row_once(_seconds: float) -> bool:
+        if not rewritten:
+            rewritten.append(True)
+            store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"w")]) for i in rows], 4)
+        return True
+
+    assert store.compact(b"t", major=False, between_chunks=rewrite_every_row_once)
+    # the first chunk's 2,000 rows keep versions 2, 3 and 4; the other 3,000 rows keep 3 and 4
+    assert stored(store, store.table(b"t").cells_table) == 2000 * 3 + 3000 * 2
+    assert store.written_since_compaction(b"t") == 5000
+    assert store.stored_after_compaction(b"t") == 12_000 - 5000
+    compactor = BackgroundCompactor(store, after_cells=1_000, quiet_s=0)
+    assert compactor.compact_due_tables() == [b"t"]  # 5,000 written >= half of 7,000
+    assert stored(store, store.table(b"t").cells_table) == 10_000
+
+
 def test_a_compaction_with_nothing_to_reclaim_runs_no_delete(store: Store) -> None:
     store.mutate_rows(b"t", [(b"r%05d" % i, [(False, b"cf:a", b"v")]) for i in range(5000)], 1)
     statements: list[str] = []
