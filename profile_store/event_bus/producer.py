@@ -77,6 +77,15 @@ class _Reports:
             self.failures.append(DeliveryFailure(index, key, reason))
 
 
+@dataclass(frozen=True)
+class PendingDelivery:
+    """Messages handed to librdkafka (``EventProducer.enqueue``), their reports to come."""
+
+    producer: Producer
+    keys: list[bytes]
+    reports: _Reports
+
+
 def message_key(key: str | bytes, index: int) -> bytes:
     """The key as bytes; an empty key would not be keyed by user, so it is refused."""
     encoded = key.encode() if isinstance(key, str) else bytes(key)
@@ -115,6 +124,12 @@ class EventProducer:
     def send(self, messages: Sequence[tuple[str | bytes, bytes]]) -> None:
         """Send ``(key, value)`` pairs; return once all are acknowledged, else raise
         ``DeliveryError``. An empty key is refused (``ValueError``) before anything is sent."""
+        self.await_delivery(self.enqueue(messages))
+
+    def enqueue(self, messages: Sequence[tuple[str | bytes, bytes]]) -> PendingDelivery:
+        """The first half of ``send``: hand the messages to librdkafka and return at once;
+        ``await_delivery`` waits for their reports. A caller that checks and enqueues under a
+        lock of its own waits outside it, so that concurrent calls' waits overlap."""
         keys = [message_key(key, index) for index, (key, _value) in enumerate(messages)]
         producer = self._producer
         reports = _Reports(len(messages))
@@ -131,17 +146,23 @@ class EventProducer:
                 except KafkaException as error:  # refused locally, e.g. larger than allowed
                     reports.fail(index, key, error.args[0].str())
                     break
+        return PendingDelivery(producer, keys, reports)
+
+    def await_delivery(self, pending: PendingDelivery) -> None:
+        """The second half of ``send``: return once every message of ``pending`` is
+        acknowledged, else raise ``DeliveryError``."""
+        producer, keys, reports = pending.producer, pending.keys, pending.reports
         deadline = time.monotonic() + self.delivery_timeout_s + _REPORT_GRACE_S
         while reports.pending > 0 and time.monotonic() < deadline:
             producer.poll(0.05)
         if reports.pending > 0:
-            for index in range(len(messages)):
+            for index in range(len(keys)):
                 if index not in reports.reported:
                     reports.fail(index, keys[index], "no delivery report from librdkafka in time")
         if reports.fatal:
             self._renew(producer)
         if reports.failures:
-            raise DeliveryError(reports.failures, len(messages))
+            raise DeliveryError(reports.failures, len(keys))
 
     def _renew(self, broken: Producer) -> None:
         """An idempotent producer's fatal error (e.g. a fenced producer id) ends that producer;

@@ -10,17 +10,21 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
 import pytest
 from landing_files import drive, landed
 
+from profile_store.event_bus.producer import EventProducer
 from profile_store.event_bus.settings import EventBusSettings
 from profile_store.event_bus.topics import ensure_topic
 from profile_store.lake.storage import LocalLakeStorage
+from profile_store.realtime.collector import EventCollector
 from profile_store.realtime.lake_sink import LakeSink, LakeSinkConfig
 from profile_store.service.routes.events import MAX_BODY_BYTES
 
@@ -161,6 +165,37 @@ def test_accepted_events_land_in_the_lake_exactly_once(collector, bus, tmp_path)
     assert sorted(e["event_id"] for e in landed_events) == sorted(e["event_id"] for e in sent)
     idfa = next(e for e in landed_events if e["event_id"] == "idfa-1")
     assert idfa["user_id"] == "AB12CD34-0000-4000-8000-00000000ABCD"  # ingest's spelling
+
+
+def test_concurrent_requests_are_checked_in_turn_and_await_kafka_together(bus, monkeypatch):
+    """The checks hold the interpreter's lock anyway: interleaved, they cost more CPU for no
+    more events. The waits for Kafka's acknowledgements must still overlap: four requests each
+    waiting until all four wait would deadlock (a broken barrier) if they waited in turn."""
+    producer = EventProducer(bus)
+    collector = EventCollector(producer)
+    checking, most_checking = 0, 0
+    checked = collector._checked
+
+    def counted(*args):
+        nonlocal checking, most_checking
+        checking += 1
+        most_checking = max(most_checking, checking)
+        time.sleep(0.05)  # long enough for another request to try to start its checks
+        try:
+            return checked(*args)
+        finally:
+            checking -= 1
+
+    all_waiting = threading.Barrier(4, timeout=30)
+    awaited = producer.await_delivery
+    monkeypatch.setattr(collector, "_checked", counted)
+    monkeypatch.setattr(producer, "await_delivery", lambda p: all_waiting.wait() or awaited(p))
+    bodies = [[lines(event(f"r{r}-{i}")) for i in range(50)] for r in range(4)]
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda body: collector.collect(body, None), bodies))
+    producer.close()
+    assert [answer.accepted for answer in answers] == [50, 50, 50, 50]
+    assert most_checking == 1
 
 
 def test_one_json_event_is_accepted(shared):

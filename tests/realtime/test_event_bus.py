@@ -151,6 +151,22 @@ def test_send_returns_once_every_message_is_in_the_topic(bus):
     assert values == Counter(value for _key, value in messages)
 
 
+def test_calls_enqueued_together_are_each_awaited_on_their_own(bus):
+    """The collector enqueues under its lock and awaits outside it: one call's failure is its
+    own, and the other's messages are acknowledged all the same."""
+    too_large = b'{"blob":"' + b"x" * 2_000_000 + b'"}'
+    fine = [(f"user-{i}", f'{{"n":{i}}}'.encode()) for i in range(500)]
+    with EventProducer(bus) as producer:
+        refused = producer.enqueue([("u1", too_large), ("u2", b'{"n":-1}')])
+        delivered = producer.enqueue(fine)
+        with pytest.raises(DeliveryError) as failed:
+            producer.await_delivery(refused)
+        producer.await_delivery(delivered)
+    assert [(f.index, f.key) for f in failed.value.failures] == [(0, b"u1")]
+    values = Counter(v for batch in read_all(bus, 501) for v in batch.values.to_pylist())
+    assert values == Counter([value for _key, value in fine] + [b'{"n":-1}'])
+
+
 def test_a_users_events_share_the_partition_the_java_client_would_pick(bus):
     keys = [f"device-{i}".encode() for i in range(50)] + ["gerät-ü7".encode()]
     with EventProducer(bus) as producer:
