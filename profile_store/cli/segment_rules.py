@@ -9,9 +9,9 @@ profiles segment-rules set FILE [--lake ROOT]
 ``show`` prints the rules in force as JSON (what ``set`` takes) on stdout, and how many, their
 digest and where they come from on stderr. ``set`` checks every rule of FILE (``-``: stdin)
 before it replaces the lake's rules file in one write; a bad rule is named with its field and
-nothing changes. A change takes effect at the next daily run of ``compacted_profiles`` and when
-``profiles stream live-profiles`` starts next. Exit codes: 0 done; 1 the lake unusable; 2 bad
-rules or an unreadable FILE.
+nothing changes. A change takes effect at the next daily run of ``compacted_profiles`` and in a
+running ``profiles stream live-profiles`` within its ``--rules-refresh-seconds``. Exit codes:
+0 done; 1 the lake unusable; 2 bad rules or an unreadable FILE.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from profile_store.profiles.rules_in_force import read_rules_in_force, replace_r
 from profile_store.profiles.segment_rules import SegmentRuleError
 
 TAKES_EFFECT = (
-    "takes effect at the next daily run of compacted_profiles, and in "
-    "`profiles stream live-profiles` when it starts next"
+    "takes effect at the next daily run of compacted_profiles, and in a running "
+    "`profiles stream live-profiles` within its --rules-refresh-seconds (60 by default)"
 )
 
 

@@ -137,8 +137,8 @@ def add_live_parser(commands: Any) -> argparse.ArgumentParser:
         "alternate id), the segment rules and decaying counters are applied, and every row of "
         "the person gets the result, exactly once per event, until the daily run of the "
         "event's day takes over. The segment rules are the lake's, as the daily run's, read "
-        "at the start (profiles segment-rules show); the half-life must be "
-        "compacted_profiles'.",
+        "at the start and again every --rules-refresh-seconds (profiles segment-rules show); "
+        "the half-life must be compacted_profiles'.",
     )
     live.add_argument(
         "--lake",
@@ -169,6 +169,13 @@ def add_live_parser(commands: Any) -> argparse.ArgumentParser:
         default=LiveProfilesConfig.hbase_retry_seconds,
         help="a batch HBase refuses is applied again, with backoff, for this long before the "
         "job exits 1; its offsets are committed only once it is written (default %(default)s)",
+    )
+    live.add_argument(
+        "--rules-refresh-seconds",
+        type=positive_number,
+        default=LiveProfilesConfig.rules_refresh_seconds,
+        help="the lake's segment rules are read again this often, between batches; a change "
+        "applies from the next batch on (default %(default)s)",
     )
     add_metrics_options(live, "lag, events applied, batch time")
     live.add_argument("--log-level", default="INFO", help="Python logging level (default INFO)")
@@ -271,6 +278,7 @@ def run_live_profiles(args: argparse.Namespace) -> int:
             key_types=key_types_from_env(),
             max_poll_messages=args.max_batch,
             hbase_retry_seconds=args.hbase_retry_seconds,
+            rules_refresh_seconds=args.rules_refresh_seconds,
         )
     except InputError as error:
         print(f"profiles stream live-profiles: {error.message}", file=sys.stderr)
@@ -309,6 +317,10 @@ def run_live_profiles(args: argparse.Namespace) -> int:
                 table_opener(pool, config.table_name),
                 config,
                 suppression=lambda: Suppression.load(storage),
+                rules_in_force=lambda: read_rules_in_force(storage),
+                on_rules=None
+                if metrics is None
+                else lambda rules: metrics.applies_segment_rules(rules.digest, len(rules.rules)),
                 on_written=None if metrics is None else metrics.written,
                 health=None if metrics is None else metrics.health,
             )

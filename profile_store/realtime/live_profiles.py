@@ -25,6 +25,11 @@ so a batch read again always finds a base at least as far as the committed offse
 written with their version as HBase timestamp (the batch's last offset in the partition, plus
 one), so of two writes of a lineage the one from the later batch wins in whatever order they
 land: a member that lost its partitions and writes late cannot take a cell back.
+
+**The rules in force.** The job reads the lake's segment rules again every
+``rules_refresh_seconds`` between batches: a change made with ``profiles segment-rules set``
+applies from the next batch on, without a restart. A rules file it cannot read or that is not
+valid leaves the rules it has in force, with a warning.
 """
 
 from __future__ import annotations
@@ -59,7 +64,15 @@ from profile_store.profiles.live_cells import (
     superseded,
 )
 from profile_store.profiles.reads import LOOKUP_KEY_TYPES, OpenTable
-from profile_store.profiles.segment_rules import DAY_MS, DEFAULT_RULES, SegmentRule, parse_rules
+from profile_store.profiles.rules_in_force import RulesInForce
+from profile_store.profiles.segment_rules import (
+    DAY_MS,
+    DEFAULT_RULES,
+    SegmentRule,
+    SegmentRuleError,
+    parse_rules,
+    rules_digest,
+)
 from profile_store.profiles.table import (
     AS_OF,
     ASSOCIATIONS,
@@ -104,6 +117,7 @@ class LiveProfilesConfig:
     max_poll_messages: int = 5000
     poll_timeout_seconds: float = 0.2
     suppression_refresh_seconds: float = 60.0
+    rules_refresh_seconds: float = 60.0
     hbase_retry_seconds: float = 120.0  # HBase failing this long: the job stops
     session_timeout_seconds: float = 10.0
     chunk_rows: int = 1000  # rows per multi-get
@@ -118,6 +132,7 @@ class LiveProfilesConfig:
             "max_poll_messages",
             "poll_timeout_seconds",
             "suppression_refresh_seconds",
+            "rules_refresh_seconds",
             "hbase_retry_seconds",
             "session_timeout_seconds",
             "chunk_rows",
@@ -205,12 +220,16 @@ class LiveProfiles:
         config: LiveProfilesConfig | None = None,
         *,
         suppression: Callable[[], Suppression] | None = None,
+        rules_in_force: Callable[[], RulesInForce] | None = None,
+        on_rules: Callable[[RulesInForce], None] | None = None,
         on_written: Callable[[int, float], None] | None = None,
         health: ConsumerHealth | None = None,
     ) -> None:
-        """``on_written(messages, seconds)`` is told of each batch applied and committed, with
-        the time from its parse to its commit (metrics); ``health`` of each assignment and of
-        HBase answering or failing (readiness)."""
+        """``rules_in_force()`` reads the lake's segment rules again (None: the config's rules
+        for good), and ``on_rules`` is told of each change it finds; ``on_written(messages,
+        seconds)`` is told of each batch applied and committed, with the time from its parse to
+        its commit (metrics); ``health`` of each assignment and of HBase answering or failing
+        (readiness)."""
         self.settings = settings
         self.on_written = on_written
         self.health = health
@@ -220,6 +239,9 @@ class LiveProfiles:
         self._load_suppression = suppression
         self._suppression: Suppression | None = None
         self._suppression_loaded = float("-inf")
+        self._read_rules = rules_in_force
+        self._on_rules = on_rules
+        self._rules_read = time.monotonic()  # the config's rules: read just before the start
         self._consumer: Consumer | None = None
 
     # -- life cycle ------------------------------------------------------------------------------
@@ -262,6 +284,7 @@ class LiveProfiles:
         if self._consumer is None:
             raise RuntimeError("the live profile job is not started")
         timeout = self.config.poll_timeout_seconds if poll_timeout is None else poll_timeout
+        self._refresh_rules()
         batch = consume_batch(self._consumer, self.config.max_poll_messages, timeout)
         if not len(batch):
             return 0
@@ -489,6 +512,24 @@ class LiveProfiles:
                 raise
             logger.warning("live profiles: suppression list not re-read (%r); keeping it", error)
         self._suppression_loaded = now
+
+    def _refresh_rules(self) -> None:
+        """Between batches, every ``rules_refresh_seconds``: the rules in force, if changed."""
+        now = time.monotonic()
+        if self._read_rules is None or now - self._rules_read < self.config.rules_refresh_seconds:
+            return
+        self._rules_read = now
+        try:
+            in_force = self._read_rules()
+        except (OSError, SegmentRuleError) as error:
+            logger.warning("live profiles: segment rules not re-read (%s); keeping them", error)
+            return
+        if in_force.digest == rules_digest(self.config.rules):
+            return
+        self.config = replace(self.config, rules=in_force.rules)
+        logger.info("live profiles: segment rules changed: %s", in_force.describe())
+        if self._on_rules is not None:
+            self._on_rules(in_force)
 
 
 @contextlib.contextmanager

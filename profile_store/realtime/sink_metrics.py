@@ -104,16 +104,20 @@ class ConsumerMetrics:
         )
         self._name = name
         self._lag_read_at = float("-inf")
+        self._segment_rules: Info | None = None
 
     def applies_segment_rules(self, digest: str, count: int) -> None:
         """Report the digest of the segment rules the process applies, as
         ``profiles_<name>_segment_rules_info{digest, rules}``: the daily run records its own in
         its materialization, so a job left on older rules shows."""
-        Info(
-            f"profiles_{self._name}_segment_rules",
-            "The segment rules this process applies (read from the lake at its start).",
-            registry=self.registry,
-        ).info({"digest": digest, "rules": str(count)})
+        if self._segment_rules is None:
+            self._segment_rules = Info(
+                f"profiles_{self._name}_segment_rules",
+                "The segment rules this process applies (read from the lake at its start and "
+                "again as they change).",
+                registry=self.registry,
+            )
+        self._segment_rules.info({"digest": digest, "rules": str(count)})
 
     def written(self, events: int, seconds: float) -> None:
         self.events.inc(events)

@@ -41,6 +41,7 @@ from profile_store.event_bus.topics import ensure_topic
 from profile_store.hbase_gateway.pending import read_counters
 from profile_store.hbase_gateway.store import DEFERRED_BATCH_MUTATIONS
 from profile_store.lake.layout import SEGMENT_RULES
+from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.live_cells import (
     Lineage,
     LiveCell,
@@ -49,7 +50,8 @@ from profile_store.profiles.live_cells import (
     parse_qualifier,
 )
 from profile_store.profiles.reads import ProfileReader
-from profile_store.profiles.segment_rules import parse_rules, rules_digest
+from profile_store.profiles.rules_in_force import RulesInForce, replace_rules_in_force
+from profile_store.profiles.segment_rules import SegmentRuleError, parse_rules, rules_digest
 from profile_store.profiles.table import (
     PROFILE_PREFIX,
     ensure_table,
@@ -555,6 +557,7 @@ def test_profiles_stream_live_profiles_feeds_the_cli_and_http_reads_until_sigter
 def test_profiles_stream_live_profiles_serves_its_lag_events_batch_time_and_rules_digest(
     bus, connection, gateway, tmp_path
 ):
+    """And the digest of the rules set while it runs, once it has read them again."""
     prefix = f"met{os.getpid()}"
     ensure_table(connection, f"{prefix}_profiles")
     hbase = ["--hbase-host", "127.0.0.1", "--hbase-port", str(gateway.port)]
@@ -570,7 +573,7 @@ def test_profiles_stream_live_profiles_serves_its_lag_events_batch_time_and_rule
     send(bus, [message("m1", "d1", at), message("m2", "d2", at, "purchase")])
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            live_command(tmp_path, *hbase, "--metrics-port", "0"),
+            live_command(tmp_path, *hbase, "--metrics-port", "0", "--rules-refresh-seconds", "0.5"),
             cwd=tmp_path,
             env=env,
             stderr=out,
@@ -588,21 +591,100 @@ def test_profiles_stream_live_profiles_serves_its_lag_events_batch_time_and_rule
             return metric(text, "events_total") == 2 and metric(text, "lag_messages") == 0
 
         drive(lambda: time.sleep(0.3), scraped)
+        first_text = text
+        replace_rules_in_force(LocalLakeStorage(tmp_path / "lake"), json.dumps(NEW_RULES), "new")
+        new_digest = rules_digest(parse_rules(NEW_RULES))
+        new_info = f'segment_rules_info{{digest="{new_digest}",rules="{len(NEW_RULES)}"}} 1.0'
+
+        def rescraped() -> bool:
+            nonlocal text
+            text = httpx.get(f"http://127.0.0.1:{port.group(1)}/metrics", timeout=30).text
+            return new_info in text or process.poll() is not None
+
+        drive(lambda: time.sleep(0.3), rescraped)
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=120) == 0, log.read_text()
         connection.delete_table(f"{prefix}_profiles", disable=True)
-    assert metric(text, "events_total") == 2, log.read_text()
-    assert metric(text, "lag_messages") == 0
-    assert metric(text, "write_seconds_count") >= 1
+    assert metric(first_text, "events_total") == 2, log.read_text()
+    assert metric(first_text, "lag_messages") == 0
+    assert metric(first_text, "write_seconds_count") >= 1
     digest = rules_digest(parse_rules(RULES))
-    assert f'segment_rules_info{{digest="{digest}",rules="{len(RULES)}"}} 1.0' in text
+    assert f'segment_rules_info{{digest="{digest}",rules="{len(RULES)}"}} 1.0' in first_text
     assert f"digest {digest}, from {tmp_path / 'lake' / SEGMENT_RULES}" in log.read_text()
+    assert new_info in text
+    assert f"segment rules changed: 1 segment rule, digest {new_digest}" in log.read_text()
 
 
 def metric(text: str, name: str) -> float | None:
     found = re.search(rf"^profiles_live_profiles_{name} (\S+)$", text, re.MULTILINE)
     return float(found.group(1)) if found else None
+
+
+NEW_RULES = [{"segment": "browsers", "event_type": "browse", "ttl_days": 3}]
+
+
+def test_rules_set_while_the_job_runs_apply_from_its_next_batch_on(
+    bus, connection, gateway, table_name, reader
+):
+    in_force = [RulesInForce(parse_rules(RULES), "RULES")]
+    told: list[str] = []
+    own = happybase.Connection(**gateway.connection_kwargs())
+    config = LiveProfilesConfig(
+        group_id=f"live-{bus.topic}",
+        rules=in_force[0].rules,
+        table_name=table_name,
+        rules_refresh_seconds=0.1,
+    )
+    job = LiveProfiles(
+        bus,
+        table_opener(own, table_name),
+        config,
+        rules_in_force=lambda: in_force[0],
+        on_rules=lambda rules: told.append(rules.digest),
+    ).start()
+    try:
+        at = recent_ms(30)
+        send(bus, [message("b1", "r1", at, "browse")])
+        run_until(job, 1)
+        assert reader.segments("r1", now_ms=at).segments == {}  # no rule for it yet
+
+        in_force[0] = RulesInForce(parse_rules(NEW_RULES), "new")
+        time.sleep(0.2)
+        send(bus, [message("b2", "r1", at, "browse")])
+        run_until(job, 2)
+    finally:
+        job.close()
+        own.close()
+    assert reader.segments("r1", now_ms=at).segments == {"browsers": at + 3 * DAY_MS}
+    assert told == [rules_digest(parse_rules(NEW_RULES))]
+
+
+def test_a_rules_file_that_is_no_longer_valid_leaves_the_rules_in_force(
+    bus, connection, gateway, table_name, reader, caplog
+):
+    def broken() -> RulesInForce:
+        raise SegmentRuleError("segment_rules[0]: segment 'x': ttl_days must be in (0, 3650]")
+
+    own = happybase.Connection(**gateway.connection_kwargs())
+    config = LiveProfilesConfig(
+        group_id=f"live-{bus.topic}",
+        rules=parse_rules(RULES),
+        table_name=table_name,
+        rules_refresh_seconds=0.1,
+    )
+    job = LiveProfiles(bus, table_opener(own, table_name), config, rules_in_force=broken)
+    job.start()
+    try:
+        at = recent_ms(30)
+        time.sleep(0.2)
+        send(bus, [message("c1", "r2", at)])
+        run_until(job, 1)
+    finally:
+        job.close()
+        own.close()
+    assert reader.segments("r2", now_ms=at).segments == {"clickers": at + 7 * DAY_MS}
+    assert "segment rules not re-read (segment_rules[0]: segment 'x'" in caplog.text
 
 
 def test_profiles_stream_live_profiles_refuses_a_bad_rule_in_the_lake_naming_it(tmp_path):
