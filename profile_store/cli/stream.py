@@ -17,7 +17,7 @@ import sys
 import threading
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from botocore.exceptions import BotoCoreError, ClientError
 from confluent_kafka import KafkaException
@@ -264,6 +264,23 @@ def _after_step(
     return after_step
 
 
+_Read = TypeVar("_Read")
+
+
+def lake_read(read: Callable[[], _Read]) -> Callable[[], _Read]:
+    """``read`` with an S3 lake's errors as ``OSError``: the live job takes a failed re-read of
+    its suppression list or rules as a warning and keeps what it has, and botocore's errors
+    are not ``OSError`` (a moment of S3 unreachable ended the job)."""
+
+    def reading() -> _Read:
+        try:
+            return read()
+        except (BotoCoreError, ClientError) as error:
+            raise OSError(f"the lake: {error}") from error
+
+    return reading
+
+
 def run_live_profiles(args: argparse.Namespace) -> int:
     _log_to_stderr(args.log_level)
     try:
@@ -316,8 +333,8 @@ def run_live_profiles(args: argparse.Namespace) -> int:
                 settings,
                 table_opener(pool, config.table_name),
                 config,
-                suppression=lambda: Suppression.load(storage),
-                rules_in_force=lambda: read_rules_in_force(storage),
+                suppression=lake_read(lambda: Suppression.load(storage)),
+                rules_in_force=lake_read(lambda: read_rules_in_force(storage)),
                 on_rules=None
                 if metrics is None
                 else lambda rules: metrics.applies_segment_rules(rules.digest, len(rules.rules)),

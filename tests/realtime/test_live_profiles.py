@@ -11,15 +11,18 @@ import os
 import random
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
 import time
 from pathlib import Path
 
+import boto3
 import happybase
 import httpx
 import pytest
+from botocore.config import Config as BotoConfig
 from landing_files import drive
 from live_rows import (
     DAY_MS,
@@ -35,13 +38,14 @@ from live_rows import (
     yesterday,
 )
 
+from profile_store.cli.stream import lake_read
 from profile_store.event_bus.producer import EventProducer
 from profile_store.event_bus.settings import EventBusSettings
 from profile_store.event_bus.topics import ensure_topic
 from profile_store.hbase_gateway.pending import read_counters
 from profile_store.hbase_gateway.store import DEFERRED_BATCH_MUTATIONS
 from profile_store.lake.layout import SEGMENT_RULES
-from profile_store.lake.storage import LocalLakeStorage
+from profile_store.lake.storage import LocalLakeStorage, S3LakeStorage
 from profile_store.profiles.live_cells import (
     Lineage,
     LiveCell,
@@ -50,7 +54,11 @@ from profile_store.profiles.live_cells import (
     parse_qualifier,
 )
 from profile_store.profiles.reads import ProfileReader
-from profile_store.profiles.rules_in_force import RulesInForce, replace_rules_in_force
+from profile_store.profiles.rules_in_force import (
+    RulesInForce,
+    read_rules_in_force,
+    replace_rules_in_force,
+)
 from profile_store.profiles.segment_rules import SegmentRuleError, parse_rules, rules_digest
 from profile_store.profiles.table import (
     PROFILE_PREFIX,
@@ -660,12 +668,40 @@ def test_rules_set_while_the_job_runs_apply_from_its_next_batch_on(
     assert told == [rules_digest(parse_rules(NEW_RULES))]
 
 
-def test_a_rules_file_that_is_no_longer_valid_leaves_the_rules_in_force(
-    bus, connection, gateway, table_name, reader, caplog
-):
-    def broken() -> RulesInForce:
-        raise SegmentRuleError("segment_rules[0]: segment 'x': ttl_days must be in (0, 3650]")
+def unreachable_s3_lake() -> S3LakeStorage:
+    """An S3 lake whose endpoint refuses connections: botocore's own error, at once."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = boto3.client(
+        "s3",
+        endpoint_url=f"http://127.0.0.1:{port}",
+        region_name="us-east-1",
+        aws_access_key_id="test",
+        aws_secret_access_key="test",
+        config=BotoConfig(retries={"max_attempts": 1}, connect_timeout=2),
+    )
+    return S3LakeStorage("s3://lake/prefix", client)
 
+
+def invalid_rules() -> RulesInForce:
+    raise SegmentRuleError("segment_rules[0]: segment 'x': ttl_days must be in (0, 3650]")
+
+
+@pytest.mark.parametrize(
+    ("read_again", "warned"),
+    [
+        (lambda: invalid_rules, "segment rules not re-read (segment_rules[0]: segment 'x'"),
+        (
+            lambda: lake_read(lambda: read_rules_in_force(unreachable_s3_lake())),
+            "segment rules not re-read (the lake: Could not connect to the endpoint URL",
+        ),
+    ],
+    ids=["no-longer-valid", "s3-unreachable"],
+)
+def test_rules_that_cannot_be_read_again_leave_the_rules_in_force(
+    bus, connection, gateway, table_name, reader, caplog, read_again, warned
+):
     own = happybase.Connection(**gateway.connection_kwargs())
     config = LiveProfilesConfig(
         group_id=f"live-{bus.topic}",
@@ -673,7 +709,7 @@ def test_a_rules_file_that_is_no_longer_valid_leaves_the_rules_in_force(
         table_name=table_name,
         rules_refresh_seconds=0.1,
     )
-    job = LiveProfiles(bus, table_opener(own, table_name), config, rules_in_force=broken)
+    job = LiveProfiles(bus, table_opener(own, table_name), config, rules_in_force=read_again())
     job.start()
     try:
         at = recent_ms(30)
@@ -684,7 +720,7 @@ def test_a_rules_file_that_is_no_longer_valid_leaves_the_rules_in_force(
         job.close()
         own.close()
     assert reader.segments("r2", now_ms=at).segments == {"clickers": at + 7 * DAY_MS}
-    assert "segment rules not re-read (segment_rules[0]: segment 'x'" in caplog.text
+    assert warned in caplog.text
 
 
 def test_profiles_stream_live_profiles_refuses_a_bad_rule_in_the_lake_naming_it(tmp_path):
