@@ -781,16 +781,17 @@ def test_a_batch_is_applied_without_a_pass_of_the_cyclic_garbage_collector(
 ):
     sent = one_batch_over_persons(bus, connection.table(table_name), 100)
     job = job_for(bus, max_poll_messages=len(sent))
-    passes: list[int] = []
+    passes: list[list[int]] = []  # per batch applied: a loaded machine may split the events
 
     def seen(phase: str, info: dict) -> None:
         if phase == "start":
-            passes.append(info["generation"])
+            passes[-1].append(info["generation"])
 
     apply = job.apply
 
     def watched(batch) -> None:
         gc.collect()  # the allocation counts start from nothing: a pass now is the batch's
+        passes.append([])
         gc.callbacks.append(seen)
         try:
             apply(batch)
@@ -801,7 +802,8 @@ def test_a_batch_is_applied_without_a_pass_of_the_cyclic_garbage_collector(
     run_until(job, len(sent))
 
     assert job.progress.events_applied == len(sent)
-    assert len(passes) <= 1, passes  # at most the one the first allocation after the batch runs
+    # at most the one the first allocation after each batch runs
+    assert all(len(during) <= 1 for during in passes), passes
 
 
 def test_the_jobs_puts_are_written_at_once_not_through_the_gateways_pending_log(
