@@ -378,8 +378,7 @@ class Store:
 
     def _meta(self, key: str) -> int:
         with self._write_lock:
-            found = self._writer.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return found[0] if found else 0
+            return _read_meta(self._writer, key)
 
     def stored_cells(self, name: bytes) -> int:
         """Every cell version the table holds, visible or not (what compaction reclaims)."""
@@ -401,10 +400,7 @@ class Store:
         rest of the burst wrote, and the store stayed at 1.7 times its live cells for good.
         """
         with self.write_transaction() as conn:
-            found = conn.execute(
-                "SELECT value FROM meta WHERE key = ?", (f"written:{info.table_id}",)
-            ).fetchone()
-            written_meanwhile = found[0] if found else 0
+            written_meanwhile = _read_meta(conn, f"written:{info.table_id}")
             conn.execute(
                 "INSERT OR REPLACE INTO meta VALUES (?, ?)",
                 (f"stored_after:{info.table_id}", max(0, stored - written_meanwhile)),
@@ -782,6 +778,11 @@ class Store:
         if ttl_ms is not None and found[0] < now - ttl_ms:
             return None
         return found
+
+
+def _read_meta(conn: sqlite3.Connection, key: str) -> int:
+    found = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return found[0] if found else 0
 
 
 def _add_meta(conn: sqlite3.Connection, key: str, amount: int) -> None:

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import boto3
@@ -97,7 +98,14 @@ def job_for(gateway, table_name):
     left open is closed after the test)."""
     started: list[tuple[LiveProfiles, happybase.Connection]] = []
 
-    def start(bus: EventBusSettings, *, group: str | None = None, **config) -> LiveProfiles:
+    def start(
+        bus: EventBusSettings,
+        *,
+        group: str | None = None,
+        rules_in_force: Callable[[], RulesInForce] | None = None,
+        on_rules: Callable[[RulesInForce], None] | None = None,
+        **config,
+    ) -> LiveProfiles:
         settings = LiveProfilesConfig(
             **{
                 "group_id": group or f"live-{bus.topic}",
@@ -107,7 +115,13 @@ def job_for(gateway, table_name):
             }
         )
         own = happybase.Connection(**gateway.connection_kwargs())
-        job = LiveProfiles(bus, table_opener(own, settings.table_name), settings).start()
+        job = LiveProfiles(
+            bus,
+            table_opener(own, settings.table_name),
+            settings,
+            rules_in_force=rules_in_force,
+            on_rules=on_rules,
+        ).start()
         started.append((job, own))
         return job
 
@@ -632,38 +646,24 @@ def metric(text: str, name: str) -> float | None:
 NEW_RULES = [{"segment": "browsers", "event_type": "browse", "ttl_days": 3}]
 
 
-def test_rules_set_while_the_job_runs_apply_from_its_next_batch_on(
-    bus, connection, gateway, table_name, reader
-):
+def test_rules_set_while_the_job_runs_apply_from_its_next_batch_on(bus, reader, job_for):
     in_force = [RulesInForce(parse_rules(RULES), "RULES")]
     told: list[str] = []
-    own = happybase.Connection(**gateway.connection_kwargs())
-    config = LiveProfilesConfig(
-        group_id=f"live-{bus.topic}",
-        rules=in_force[0].rules,
-        table_name=table_name,
-        rules_refresh_seconds=0.1,
-    )
-    job = LiveProfiles(
+    job = job_for(
         bus,
-        table_opener(own, table_name),
-        config,
         rules_in_force=lambda: in_force[0],
         on_rules=lambda rules: told.append(rules.digest),
-    ).start()
-    try:
-        at = recent_ms(30)
-        send(bus, [message("b1", "r1", at, "browse")])
-        run_until(job, 1)
-        assert reader.segments("r1", now_ms=at).segments == {}  # no rule for it yet
+        rules_refresh_seconds=0.1,
+    )
+    at = recent_ms(30)
+    send(bus, [message("b1", "r1", at, "browse")])
+    run_until(job, 1)
+    assert reader.segments("r1", now_ms=at).segments == {}  # no rule for it yet
 
-        in_force[0] = RulesInForce(parse_rules(NEW_RULES), "new")
-        time.sleep(0.2)
-        send(bus, [message("b2", "r1", at, "browse")])
-        run_until(job, 2)
-    finally:
-        job.close()
-        own.close()
+    in_force[0] = RulesInForce(parse_rules(NEW_RULES), "new")
+    time.sleep(0.2)
+    send(bus, [message("b2", "r1", at, "browse")])
+    run_until(job, 2)
     assert reader.segments("r1", now_ms=at).segments == {"browsers": at + 3 * DAY_MS}
     assert told == [rules_digest(parse_rules(NEW_RULES))]
 
@@ -700,25 +700,13 @@ def invalid_rules() -> RulesInForce:
     ids=["no-longer-valid", "s3-unreachable"],
 )
 def test_rules_that_cannot_be_read_again_leave_the_rules_in_force(
-    bus, connection, gateway, table_name, reader, caplog, read_again, warned
+    bus, reader, job_for, caplog, read_again, warned
 ):
-    own = happybase.Connection(**gateway.connection_kwargs())
-    config = LiveProfilesConfig(
-        group_id=f"live-{bus.topic}",
-        rules=parse_rules(RULES),
-        table_name=table_name,
-        rules_refresh_seconds=0.1,
-    )
-    job = LiveProfiles(bus, table_opener(own, table_name), config, rules_in_force=read_again())
-    job.start()
-    try:
-        at = recent_ms(30)
-        time.sleep(0.2)
-        send(bus, [message("c1", "r2", at)])
-        run_until(job, 1)
-    finally:
-        job.close()
-        own.close()
+    job = job_for(bus, rules_in_force=read_again(), rules_refresh_seconds=0.1)
+    at = recent_ms(30)
+    time.sleep(0.2)
+    send(bus, [message("c1", "r2", at)])
+    run_until(job, 1)
     assert reader.segments("r2", now_ms=at).segments == {"clickers": at + 7 * DAY_MS}
     assert warned in caplog.text
 
