@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from profile_store.events.json_lines import LINE
@@ -26,9 +26,11 @@ from profile_store.events.validation import (
 from profile_store.lake.landing_watch import is_landing_data, landing_digest
 from profile_store.lake.layout import SUCCESS_MARKER, events_day, landing_day, quarantine_day
 from profile_store.lake.storage import LakeFile, LakeStorage
+from profile_store.spark.observations import observed_metrics
 from profile_store.suppression.salted_digests import Suppression
 
 SUPPRESSED = "suppressed"
+ROWS_PER_FILE = 2_000_000
 
 
 @dataclass
@@ -83,6 +85,20 @@ def _file_records(spark: SparkSession, storage: LakeStorage, unreadable: list) -
     )
 
 
+def _day_figures() -> list[Column]:
+    """What ``IngestSummary`` reports of the classified rows: clean rows, their time span and
+    apps, identical copies dropped, and rows per reason (``SUPPRESSED`` included)."""
+    accepted = F.col("reason").isNull() & ~F.col(COPY)
+    return [
+        F.count_if(accepted).alias("clean"),
+        F.count_if(F.col("reason").isNull() & F.col(COPY)).alias("copies"),
+        F.min(F.when(accepted, F.col("event_ts"))).alias("min_time"),
+        F.max(F.when(accepted, F.col("event_ts"))).alias("max_time"),
+        F.collect_set(F.when(accepted, F.col("app_id"))).alias("apps"),
+        *(F.count_if(F.col("reason") == reason).alias(reason) for reason in (*REASONS, SUPPRESSED)),
+    ]
+
+
 def landing_files(storage: LakeStorage, day: date) -> list[LakeFile]:
     """The day's landing batches; markers and hidden files are not data."""
     return [f for f in storage.list_files(landing_day(day)) if is_landing_data(f.path)]
@@ -133,34 +149,25 @@ def ingest_day(
     checked = checked.persist(StorageLevel.MEMORY_AND_DISK)
     repeated = repeated_event_ids(checked).localCheckpoint(eager=True)
     classified = resolve_duplicates(checked, repeated)
+    # The day's figures are observed while its clean rows are written, not counted by a query
+    # of their own (another pass over the cached rows and their duplicates' resolution).
+    observed = Observation("day")
     try:
-        accepted = F.col("reason").isNull() & ~F.col(COPY)
-        groups = (
-            classified.groupBy("reason", COPY)
-            .agg(
-                F.count(F.lit(1)).alias("count"),
-                F.min(F.when(accepted, F.col("event_ts"))).alias("min_time"),
-                F.max(F.when(accepted, F.col("event_ts"))).alias("max_time"),
-                F.collect_set(F.when(accepted, F.col("app_id"))).alias("apps"),
-            )
-            .collect()
-        )
-        counts = {row["reason"]: row["count"] for row in groups if row["reason"] is not None}
-        clean = [row for row in groups if row["reason"] is None and not row[COPY]]
-        copies = sum(row["count"] for row in groups if row["reason"] is None and row[COPY])
-        clean_rows = clean[0]["count"] if clean else 0
-
         events_uri = storage.spark_uri(events_day(day))
         quarantine_uri = storage.spark_uri(quarantine_day(day))
-        # About 2M rows a file, but at least a file per core: each task sorts and writes its
-        # own part of the cached rows, with no shuffle and no single task doing it all.
-        files_out = max(clean_rows // 2_000_000, spark.sparkContext.defaultParallelism, 1)
+        # A file per core at least (each task sorts and writes its own part of the cached
+        # rows, with no shuffle and no single task doing it all), and at most 2M rows a file.
         (
-            clean_events(classified)
-            .coalesce(files_out)
+            clean_events(classified.observe(observed, *_day_figures()))
+            .coalesce(max(spark.sparkContext.defaultParallelism, 1))
             .sortWithinPartitions("app_id", "event_type", "user_id")
             .write.mode("overwrite")
+            .option("maxRecordsPerFile", ROWS_PER_FILE)
             .parquet(events_uri)
+        )
+        # An aggregate without groups is one row, rows or none.
+        figures = (
+            observed_metrics(observed) or classified.select(*_day_figures()).collect()[0].asDict()
         )
         not_suppressed = F.coalesce(F.col("reason") != F.lit(SUPPRESSED), F.lit(True))
         quarantine = quarantined_rows(checked.where(not_suppressed), day, rules).unionByName(
@@ -171,6 +178,8 @@ def ingest_day(
         quarantine.coalesce(1).write.mode("overwrite").parquet(quarantine_uri)
     finally:
         checked.unpersist()
+    counts = {reason: int(figures[reason]) for reason in (*REASONS, SUPPRESSED)}
+    clean_rows, copies = int(figures["clean"]), int(figures["copies"])
 
     return IngestSummary(
         day=day,
@@ -182,9 +191,9 @@ def ingest_day(
         quarantined_by_reason={r: counts[r] for r in REASONS if counts.get(r)},
         unreadable_files=unreadable,
         landing_bytes=sum(f.size for f in files),
-        apps=sorted(clean[0]["apps"]) if clean else [],
-        min_event_time=clean[0]["min_time"] if clean else None,
-        max_event_time=clean[0]["max_time"] if clean else None,
+        apps=sorted(figures["apps"]),
+        min_event_time=figures["min_time"],
+        max_event_time=figures["max_time"],
         events_uri=events_uri,
         quarantine_uri=quarantine_uri,
         suppressed=counts.get(SUPPRESSED, 0),

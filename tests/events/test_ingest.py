@@ -88,6 +88,44 @@ def test_every_bad_row_is_quarantined_with_its_reason(spark, storage, tmp_path):
     assert summary.clean_rows == 1
 
 
+def test_a_day_of_rejected_lines_only_counts_each_reason(spark, storage, tmp_path):
+    write_landing(tmp_path, list(BAD_ROWS.values()))
+    summary = ingest_day(spark, storage, DAY)
+    assert summary.quarantined_by_reason == {reason: 1 for reason in BAD_ROWS}
+    assert (summary.clean_rows, summary.apps, summary.min_event_time) == (0, [], None)
+
+
+def test_the_days_apps_and_time_span_are_its_accepted_events(spark, storage, tmp_path):
+    write_landing(
+        tmp_path,
+        lines(
+            event("1", app_id="com.b", event_time="2026-11-01T09:00:00.000Z"),
+            event("2", app_id="com.a", event_time="2026-11-01T17:30:00.000Z"),
+            event("2", app_id="com.conflicting", event_time="2026-11-01T18:00:00.000Z"),
+            event("3", app_id="com.late", event_time="2026-11-02T01:00:00.000Z"),
+        ),
+    )
+    summary = ingest_day(spark, storage, DAY)
+    assert summary.apps == ["com.a", "com.b"]
+    assert (str(summary.min_event_time), str(summary.max_event_time)) == (
+        "2026-11-01 09:00:00",
+        "2026-11-01 17:30:00",
+    )
+    assert summary.quarantined_by_reason == {
+        "conflicting_duplicate": 1,
+        "event_time_outside_day": 1,
+    }
+
+
+def test_the_days_figures_are_counted_when_spark_drops_their_observation(
+    spark, storage, tmp_path, monkeypatch
+):
+    write_landing(tmp_path, [*BAD_ROWS.values(), *lines(event("1"), event("1"), event("2"))])
+    observed = ingest_day(spark, storage, DAY)
+    monkeypatch.setattr("profile_store.events.ingest.observed_metrics", lambda observation: None)
+    assert ingest_day(spark, storage, DAY) == observed
+
+
 def test_received_rows_equal_clean_plus_quarantined_plus_duplicates(spark, storage, tmp_path):
     write_landing(tmp_path, [*BAD_ROWS.values(), *lines(event("1"), event("1"), event("2"))])
     s = ingest_day(spark, storage, DAY)
