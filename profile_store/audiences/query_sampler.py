@@ -50,33 +50,25 @@ def build_catalog(
     offered (with their most frequent values) when kept on every day the pair has a decision,
     so that every sampled query is answerable.
     """
-    pair_days = decisions.groupBy("app_id", "event_type").agg(
-        F.countDistinct("date").alias("pair_days")
-    )
-    always_kept = (
-        decisions.where("kept")
-        .groupBy("app_id", "event_type", "attribute")
-        .agg(F.countDistinct("date").alias("days"))
-        .join(pair_days, ["app_id", "event_type"])
-        .where(F.col("days") == F.col("pair_days"))
-        .select("app_id", "event_type", "attribute")
-    )
-    kept = always_kept.groupBy("app_id", "event_type").agg(
-        F.collect_list("attribute").alias("kept")
-    )
-    # Only the kept attributes are exploded: most of an event's attributes are trimmed ones.
-    offered = F.map_filter("event_attributes", lambda k, _: F.array_contains("kept", k))
-    values = (
-        events.join(F.broadcast(kept), ["app_id", "event_type"])
-        .select("app_id", "event_type", F.explode(offered).alias("attribute", "v"))
-        .groupBy("app_id", "event_type", "attribute", "v")
-        .count()
-    )
+    kept = always_kept(decisions)
     top: dict[tuple[str, str, str], list[tuple[int, str]]] = {}
-    for row in values.collect():
-        top.setdefault((row.app_id, row.event_type, row.attribute), []).append(
-            (row["count"], row.v)
+    if kept:
+        kept_table = events.sparkSession.createDataFrame(
+            [(app, event, attributes) for (app, event), attributes in sorted(kept.items())],
+            "app_id string, event_type string, kept array<string>",
         )
+        # Only the kept attributes are exploded: most of an event's attributes are trimmed ones.
+        offered = F.map_filter("event_attributes", lambda k, _: F.array_contains("kept", k))
+        values = (
+            events.join(F.broadcast(kept_table), ["app_id", "event_type"])
+            .select("app_id", "event_type", F.explode(offered).alias("attribute", "v"))
+            .groupBy("app_id", "event_type", "attribute", "v")
+            .count()
+        )
+        for row in values.collect():
+            top.setdefault((row.app_id, row.event_type, row.attribute), []).append(
+                (row["count"], row.v)
+            )
     users = events.groupBy("app_id", "event_type").agg(
         F.approx_count_distinct("user_id").alias("users")
     )
@@ -89,6 +81,25 @@ def build_catalog(
         }
         catalog.append(CatalogEntry(row.app_id, row.event_type, row.users, attributes))
     return catalog
+
+
+def always_kept(decisions: DataFrame) -> dict[tuple[str, str], list[str]]:
+    """(app, event type) -> the attributes kept on every day the pair has a decision, sorted.
+
+    Decisions are a row per pair, attribute and day: few enough to decide in the driver, where
+    Spark would take a job per shuffle of its three small aggregations."""
+    pair_days: dict[tuple[str, str], set[date]] = {}
+    kept_days: dict[tuple[str, str, str], set[date]] = {}
+    for row in decisions.select("app_id", "event_type", "attribute", "date", "kept").collect():
+        pair = (row.app_id, row.event_type)
+        pair_days.setdefault(pair, set()).add(row.date)
+        if row.kept:
+            kept_days.setdefault((*pair, row.attribute), set()).add(row.date)
+    kept: dict[tuple[str, str], list[str]] = {}
+    for (app, event, attribute), days in sorted(kept_days.items()):
+        if days == pair_days[(app, event)]:
+            kept.setdefault((app, event), []).append(attribute)
+    return kept
 
 
 class AskedTrees:
