@@ -11,12 +11,12 @@ from collections.abc import Sequence
 
 from dagster_pyspark import LazyPySparkResource
 
-from profile_store.spark.session import prepare_local_workers, spark_config_from_env
+from profile_store.spark.session import prepare_this_process, spark_config_from_env
 
 
 def spark_resource_from_env(
     env: dict[str, str] | None = None, also_reads: Sequence[str] = ()
 ) -> LazyPySparkResource:
     config = spark_config_from_env(env, also_reads)
-    prepare_local_workers(config)
+    prepare_this_process(config)
     return LazyPySparkResource(spark_config=config)

@@ -179,8 +179,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> pytes
 def spark():
     from pyspark.sql import SparkSession
 
+    from profile_store.spark.function_lookups import remember_function_lookups
     from profile_store.spark.session import local_spark_config
 
+    remember_function_lookups()  # as the pipeline's sessions (``prepare_this_process``)
     builder = SparkSession.builder.appName("profiles-tests")
     for key, value in local_spark_config(shuffle_partitions=2).items():
         builder = builder.config(key, value)

@@ -17,9 +17,17 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from profile_store.settings.definitions import SHUFFLE_PARTITIONS
+from profile_store.spark.function_lookups import remember_function_lookups
 from profile_store.spark.s3a import s3a_config
 
 LOG4J2_CONFIG = Path(__file__).with_name("log4j2.properties")
+# HotSpot's thresholds for a method's optimising (tier 4) compilation, ten times the defaults.
+C2_LATER = (
+    "-XX:Tier4InvocationThreshold=50000",
+    "-XX:Tier4MinInvocationThreshold=6000",
+    "-XX:Tier4CompileThreshold=150000",
+    "-XX:Tier4BackEdgeThreshold=400000",
+)
 
 
 def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) -> dict[str, str]:
@@ -47,9 +55,15 @@ def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) ->
         "spark.ui.enabled": "false",
         # The throughput collector: on a few cores G1's concurrent work competes with the
         # tasks for the same CPUs, and a driver that lives for one run never needs G1's short
-        # pauses.
-        "spark.driver.extraJavaOptions": (
-            f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()} -XX:+UseParallelGC"
+        # pauses. The JIT's optimising compiler (C2) is held back to methods ten times hotter
+        # than its defaults: every query's generated code is new code, and C2 spent a fifth of
+        # a warm day's CPU compiling code that ran a few thousand times (docs/benchmarks.md).
+        "spark.driver.extraJavaOptions": " ".join(
+            (
+                f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
+                "-XX:+UseParallelGC",
+                *C2_LATER,
+            )
         ),
     }
 
@@ -84,8 +98,10 @@ def spark_config_from_env(
     return config
 
 
-def prepare_local_workers(config: Mapping[str, str]) -> None:
-    """In local mode, what Spark reads from this process's environment rather than ``config``."""
+def prepare_this_process(config: Mapping[str, str]) -> None:
+    """What Spark reads from this process rather than ``config``: PySpark's function lookups
+    (``function_lookups``) and, in local mode, its environment."""
+    remember_function_lookups()
     if config["spark.master"].startswith("local"):
         # PySpark picks the local worker interpreter from this variable alone.
         os.environ.setdefault("PYSPARK_PYTHON", config["spark.pyspark.python"])
@@ -99,7 +115,7 @@ def spark_session_from_env(
 ) -> SparkSession:
     """A session (this process's, if one runs) configured by ``spark_config_from_env``."""
     config = spark_config_from_env(env, also_reads)
-    prepare_local_workers(config)
+    prepare_this_process(config)
     builder = SparkSession.builder
     for key, value in config.items():
         builder = builder.config(key, value)
