@@ -30,6 +30,7 @@ from profile_store.spark.observations import observed_metrics
 from profile_store.suppression.salted_digests import Suppression
 
 SUPPRESSED = "suppressed"
+COUNTED_REASONS = (*REASONS, SUPPRESSED)  # every reason a row is counted under
 ROWS_PER_FILE = 2_000_000
 
 
@@ -95,7 +96,7 @@ def _day_figures() -> list[Column]:
         F.min(F.when(accepted, F.col("event_ts"))).alias("min_time"),
         F.max(F.when(accepted, F.col("event_ts"))).alias("max_time"),
         F.collect_set(F.when(accepted, F.col("app_id"))).alias("apps"),
-        *(F.count_if(F.col("reason") == reason).alias(reason) for reason in (*REASONS, SUPPRESSED)),
+        *(F.count_if(F.col("reason") == reason).alias(reason) for reason in COUNTED_REASONS),
     ]
 
 
@@ -178,7 +179,7 @@ def ingest_day(
         quarantine.coalesce(1).write.mode("overwrite").parquet(quarantine_uri)
     finally:
         checked.unpersist()
-    counts = {reason: int(figures[reason]) for reason in (*REASONS, SUPPRESSED)}
+    counts = {reason: int(figures[reason]) for reason in COUNTED_REASONS}
     clean_rows, copies = int(figures["clean"]), int(figures["copies"])
 
     return IngestSummary(
@@ -188,7 +189,7 @@ def ingest_day(
         received_rows=clean_rows + copies + sum(counts.values()),
         clean_rows=clean_rows,
         duplicates_dropped=copies,
-        quarantined_by_reason={r: counts[r] for r in REASONS if counts.get(r)},
+        quarantined_by_reason={r: counts[r] for r in REASONS if counts[r]},
         unreadable_files=unreadable,
         landing_bytes=sum(f.size for f in files),
         apps=sorted(figures["apps"]),
@@ -196,5 +197,5 @@ def ingest_day(
         max_event_time=figures["max_time"],
         events_uri=events_uri,
         quarantine_uri=quarantine_uri,
-        suppressed=counts.get(SUPPRESSED, 0),
+        suppressed=counts[SUPPRESSED],
     )

@@ -1,10 +1,10 @@
 """PySpark's lookups of Spark SQL's functions, made once per JVM.
 
 Every ``pyspark.sql.functions`` call, and every column named by a string, first looks its
-function up in the JVM: two py4j round trips (the class, then its member) of a few hundred
-microseconds each, before the call itself, for an answer that never changes while the JVM
-lives. A day's run builds thousands of expressions this way, before any Spark job runs
-(docs/benchmarks.md); ``remember_function_lookups`` makes PySpark keep each answer.
+function up in the JVM: two py4j round trips (the class, then its member) before the call
+itself, for an answer that never changes while the JVM lives. A day's run builds thousands of
+expressions this way, before any Spark job runs (docs/benchmarks.md);
+``remember_function_lookups`` makes PySpark keep each answer.
 """
 
 from __future__ import annotations

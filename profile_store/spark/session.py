@@ -56,8 +56,8 @@ def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) ->
         # The throughput collector: on a few cores G1's concurrent work competes with the
         # tasks for the same CPUs, and a driver that lives for one run never needs G1's short
         # pauses. The JIT's optimising compiler (C2) is held back to methods ten times hotter
-        # than its defaults: every query's generated code is new code, and C2 spent a fifth of
-        # a warm day's CPU compiling code that ran a few thousand times (docs/benchmarks.md).
+        # than its defaults: every query's generated code is new code, most of which C2
+        # compiled only to run it a few thousand times more (docs/benchmarks.md).
         "spark.driver.extraJavaOptions": " ".join(
             (
                 f"-Dlog4j2.configurationFile={LOG4J2_CONFIG.as_uri()}",
