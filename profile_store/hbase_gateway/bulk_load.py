@@ -42,7 +42,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from .arrow_cells import insert_cells
 from .errors import GatewayIllegalArgument
 from .schema import parse_column
 from .store import Store, TableWrite
@@ -190,10 +192,14 @@ def _replace_rows(
     cells = cells.sort_by(
         [("row", "ascending"), ("family", "ascending"), ("qualifier", "ascending")]
     )
-    families = cells.column("family").to_pylist()
-    unknown = sorted(set(families) - family_ids.keys())
-    if unknown:
-        write.info.family_id(unknown[0].encode())  # raises HBase's NoSuchColumnFamily
+    families = cells.column("family").combine_chunks()
+    if families.null_count:
+        raise GatewayIllegalArgument("bulk load: a cell's family is null")
+    positions = pc.index_in(families, value_set=pa.array(list(family_ids), pa.string()))
+    if positions.null_count:
+        unknown = families.filter(positions.is_null())[0].as_py()
+        write.info.family_id(unknown.encode())  # raises HBase's NoSuchColumnFamily
+    ids = pa.array(list(family_ids.values()), pa.int64()).take(positions)
     conn.execute("PRAGMA temp_store = MEMORY")  # the file's cells, once, for this transaction
     conn.execute(
         "CREATE TEMP TABLE IF NOT EXISTS bulk_cells (row BLOB, fam INTEGER, qual BLOB, "
@@ -202,16 +208,7 @@ def _replace_rows(
     conn.execute("CREATE TEMP TABLE IF NOT EXISTS bulk_rows (row BLOB PRIMARY KEY) WITHOUT ROWID")
     conn.execute("DELETE FROM bulk_cells")
     conn.execute("DELETE FROM bulk_rows")
-    conn.executemany(
-        "INSERT OR REPLACE INTO bulk_cells VALUES (?, ?, ?, ?)",
-        zip(
-            cells.column("row").to_pylist(),
-            [family_ids[name] for name in families],
-            cells.column("qualifier").to_pylist(),
-            cells.column("value").to_pylist(),
-            strict=True,
-        ),
-    )
+    insert_cells(conn, "bulk_cells", cells, ids)
     conn.execute("INSERT INTO bulk_rows SELECT DISTINCT row FROM bulk_cells")
     (rows,) = conn.execute("SELECT count(*) FROM bulk_rows").fetchone()
     stored = info.cells_table
