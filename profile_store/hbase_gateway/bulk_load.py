@@ -212,6 +212,8 @@ def _replace_rows(
     conn.execute("INSERT INTO bulk_rows SELECT DISTINCT row FROM bulk_cells")
     (rows,) = conn.execute("SELECT count(*) FROM bulk_rows").fetchone()
     stored = info.cells_table
+    # ``CROSS JOIN`` keeps the file's rows outside: SQLite has no statistics of the temporary
+    # tables and would otherwise scan the whole stored table, once per file.
     # The stored newest value of the column of bulk cell ``b``.
     newest = (
         f"(SELECT c.value FROM {stored} c WHERE c.row = b.row AND c.fam = b.fam "
@@ -245,7 +247,7 @@ def _replace_rows(
             (row, fam, qual, timestamp)
             for row, fam, qual in conn.execute(
                 f"SELECT DISTINCT c.row, c.fam, c.qual FROM bulk_rows r "
-                f"JOIN {stored} c ON c.row = r.row WHERE ({' OR '.join(conditions)}) "
+                f"CROSS JOIN {stored} c ON c.row = r.row WHERE ({' OR '.join(conditions)}) "
                 "AND NOT EXISTS (SELECT 1 FROM bulk_cells b WHERE b.row = c.row "
                 "AND b.fam = c.fam AND b.qual = c.qual)",
                 params,
@@ -255,7 +257,7 @@ def _replace_rows(
         f"SELECT b.row, b.fam, b.qual, ?, b.value FROM bulk_cells b WHERE {newest} IS NOT b.value"
     )
     masking = conn.execute(
-        f"SELECT 1 FROM bulk_rows r JOIN {info.markers_table} m ON m.row = r.row "
+        f"SELECT 1 FROM bulk_rows r CROSS JOIN {info.markers_table} m ON m.row = r.row "
         "WHERE m.ts >= ? LIMIT 1",
         (timestamp,),
     ).fetchone()

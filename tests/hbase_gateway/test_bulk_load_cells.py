@@ -96,3 +96,41 @@ def test_a_cell_of_an_unknown_family_is_refused_naming_it(store: Store) -> None:
     with pytest.raises(GatewayIOError, match="NoSuchColumnFamily.*nope"):
         load(store, batch([(b"r", "f0", b"q", b"v"), (b"r", "nope", b"q", b"v")]))
     assert stored(store) == []
+
+
+def load_steps(store: Store, cells: pa.Table, replacement: RowReplacement) -> int:
+    """SQLite virtual-machine instructions (in thousands) the load of ``cells`` runs."""
+    steps = 0
+
+    def count() -> int:
+        nonlocal steps
+        steps += 1
+        return 0
+
+    store._writer.set_progress_handler(count, 1000)
+    try:
+        load_replacing_rows(store, b"t", [cells], replacement, 10)
+    finally:
+        store._writer.set_progress_handler(None, 1000)
+    return steps
+
+
+def test_a_loads_work_does_not_grow_with_the_rows_it_does_not_hold(tmp_path: Path) -> None:
+    """A file's rows are looked up in the stored cells and delete markers, never the other
+    way round: a day's load into a store of many days stays the size of the day."""
+    replacement = RowReplacement(families=(b"f0",), columns=(b"f1:m",))
+    day = batch([(b"day%02d" % i, "f0", b"q", b"v") for i in range(20)])
+    steps = {}
+    for others in (0, 20_000):
+        store = Store(tmp_path / str(others))
+        store.create_table(b"t", [FamilyDescriptor(name.encode()) for name in FAMILIES])
+        if others:
+            rows = [(b"other%05d" % i, "f0", b"q%d" % (i % 3), b"v") for i in range(others)]
+            load_replacing_rows(store, b"t", [batch(rows)], replacement, 1)
+            # Their dropped columns leave delete markers too.
+            load_replacing_rows(store, b"t", [batch(rows[: others // 2])], replacement, 2)
+            later = batch([(row, "f0", b"other", b"v") for row, *_ in rows[: others // 2]])
+            load_replacing_rows(store, b"t", [later], replacement, 3)
+        steps[others] = load_steps(store, day, replacement)
+        store.close()
+    assert steps[20_000] <= 2 * steps[0] + 5
