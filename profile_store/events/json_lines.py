@@ -90,15 +90,17 @@ def _contract_pattern() -> str:
     an object of contract fields, each a string or null, the two maps objects of strings.
 
     Keys of such a schema are sorted, unique (a repeated key is not JSON here) and backquoted,
-    with backquotes doubled, unless they are plain identifiers, so no key can end early.
+    with backquotes doubled, unless they are plain identifiers, so no key can end early. For
+    the same reason no repetition ever has to give back what it matched: the quantifiers are
+    possessive (``*+``), and Java's matcher keeps no backtracking state for them.
     """
-    key = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)*`)"
+    key = r"(?:[A-Za-z_][A-Za-z0-9_]*+|`(?:[^`]|``)*+`)"
     strings = "(?:{}): (?:STRING|VOID)".format("|".join(STRING_FIELDS))
-    maps = "(?:{}): (?:VOID|OBJECT<(?:{key}: STRING(?:, {key}: STRING)*)?>)".format(
+    maps = "(?:{}): (?:VOID|OBJECT<(?:{key}: STRING(?:, {key}: STRING)*+)?>)".format(
         "|".join(MAP_FIELDS), key=key
     )
     field = f"(?:{strings}|{maps})"
-    return rf"^OBJECT<(?:{field}(?:, {field})*)?>\z"
+    return rf"^OBJECT<(?:{field}(?:, {field})*+)?>\z"
 
 
 CONTRACT_PATTERN = _contract_pattern()
