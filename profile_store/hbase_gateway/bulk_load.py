@@ -212,8 +212,6 @@ def _replace_rows(
     conn.execute("INSERT INTO bulk_rows SELECT DISTINCT row FROM bulk_cells")
     (rows,) = conn.execute("SELECT count(*) FROM bulk_rows").fetchone()
     stored = info.cells_table
-    # ``CROSS JOIN`` keeps the file's rows outside: SQLite has no statistics of the temporary
-    # tables and would otherwise scan the whole stored table, once per file.
     # The stored newest value of the column of bulk cell ``b``.
     newest = (
         f"(SELECT c.value FROM {stored} c WHERE c.row = b.row AND c.fam = b.fam "
@@ -233,6 +231,8 @@ def _replace_rows(
             conn.execute("DELETE FROM bulk_cells WHERE row NOT IN (SELECT row FROM bulk_rows)")
     replaced = [info.family_id(name) for name in replacement.families]
     columns = [_column_ids(info, name) for name in replacement.columns]
+    # Each join below takes the file's rows first (``CROSS JOIN``): SQLite has no statistics of
+    # the temporary tables and would otherwise scan the whole stored table, once per file.
     stale: list[tuple[bytes, int, bytes | None, int]] = []
     if replaced or columns:
         conditions = []
