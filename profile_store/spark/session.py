@@ -28,9 +28,18 @@ C2_LATER = (
     "-XX:Tier4CompileThreshold=150000",
     "-XX:Tier4BackEdgeThreshold=400000",
 )
+# The driver's heap. The JVM's resident memory follows the heap it may grow to, but a smaller
+# heap makes the collector work harder in local mode, where the driver runs the tasks
+# (docs/benchmarks.md, "The driver's resident memory").
+DRIVER_MEMORY = "4g"
+# glibc's malloc arenas for the driver JVM's threads (JIT compilers, collector, Netty): by
+# default up to eight per core, each holding on to memory its thread freed. Hadoop caps them too.
+MALLOC_ARENAS = "2"
 
 
-def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) -> dict[str, str]:
+def local_spark_config(
+    master: str = "local[*]", shuffle_partitions: int = 8, driver_memory: str = DRIVER_MEMORY
+) -> dict[str, str]:
     """Settings every session needs, whatever the master: UTC days and native sketch bytes."""
     return {
         "spark.master": master,
@@ -46,7 +55,7 @@ def local_spark_config(master: str = "local[*]", shuffle_partitions: int = 8) ->
         # Spark's 10 MB default those are shuffled sort-merge joins, at 64 MB the members' side
         # is broadcast instead, which saves a shuffle of the state per join.
         "spark.sql.autoBroadcastJoinThreshold": str(64 * 1024 * 1024),
-        "spark.driver.memory": os.environ.get("SPARK_DRIVER_MEMORY", "4g"),
+        "spark.driver.memory": driver_memory,
         # PySpark records the Python call site of every Column operation for error messages,
         # at about seven JVM round trips each: building a day's plans (thousands of Column
         # operations, before any job runs) took twice as long with it.
@@ -79,6 +88,7 @@ def spark_config_from_env(
     config = local_spark_config(
         master=env.get("SPARK_MASTER", "local[*]"),
         shuffle_partitions=SHUFFLE_PARTITIONS.read(env),
+        driver_memory=env.get("SPARK_DRIVER_MEMORY", DRIVER_MEMORY),
     )
     if config["spark.master"].startswith("local"):
         # Local Python workers run this project's interpreter, whatever is first on PATH.
@@ -100,8 +110,10 @@ def spark_config_from_env(
 
 def prepare_this_process(config: Mapping[str, str]) -> None:
     """What Spark reads from this process rather than ``config``: PySpark's function lookups
-    (``function_lookups``) and, in local mode, its environment."""
+    (``function_lookups``) and the environment the driver JVM (started by this process, on this
+    machine, whatever the master) inherits."""
     remember_function_lookups()
+    os.environ.setdefault("MALLOC_ARENA_MAX", MALLOC_ARENAS)
     if config["spark.master"].startswith("local"):
         # PySpark picks the local worker interpreter from this variable alone.
         os.environ.setdefault("PYSPARK_PYTHON", config["spark.pyspark.python"])
