@@ -20,6 +20,7 @@ microseconds of CPU per cell, best of ``--runs``::
 from __future__ import annotations
 
 import argparse
+import bisect
 import random
 import sys
 import tempfile
@@ -72,7 +73,7 @@ def batches(cells: list[tuple], files: int) -> list[pa.Table]:
     bounds = [rows[len(rows) * i // files] for i in range(1, files)]
     parts: list[list[tuple]] = [[] for _ in range(files)]
     for cell in cells:
-        parts[sum(cell[0] >= bound for bound in bounds)].append(cell)
+        parts[bisect.bisect_right(bounds, cell[0])].append(cell)
     return [
         pa.table(
             {
