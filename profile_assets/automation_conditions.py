@@ -8,7 +8,8 @@ each asset is derived from how it depends on its inputs:
   must exist (or be requested in the same tick);
 - an input read over a trailing window (``trimmed_attributes`` over 7 days of
   ``attribute_stats``) triggers every day whose window holds the updated day; missing days of
-  the window never block it;
+  the window never block it. Updated by a whole day's run (below), it triggers a tick later:
+  that run recomputed its own day, and the next tick sees it did;
 - the asset's own previous day (the identity graph and the profiles fold each day into the day
   before) neither triggers nor blocks: it only orders backfills. A re-run of an old day does not
   cascade through every later day (the landing sensor also re-runs only the late day); run a
@@ -83,6 +84,48 @@ def _same_day_input_updated(inputs: AssetSelection) -> AutomationCondition:
     )
 
 
+def _trailing_input_updated(inputs: AssetSelection) -> AutomationCondition:
+    """``any_deps_updated()`` over trailing-window ``inputs``, except by a whole day's run.
+
+    A whole day's run of day D updates an input of the windows of D to D+6 and recomputes only
+    D: its updates trigger through ``_trailing_input_updated_by_a_whole_day_run``.
+    """
+    by_another_run = (
+        AutomationCondition.newly_updated()
+        & ~AutomationCondition.executed_with_root_target()
+        & ~AutomationCondition.executed_with_tags(tag_values=WHOLE_DAY_RUN_TAGS)
+    ).with_label("updated_not_by_a_whole_day_run")
+    return (
+        AutomationCondition.any_deps_match(by_another_run | AutomationCondition.will_be_requested())
+        .allow(inputs)
+        .with_label("any_trailing_input_updated")
+    )
+
+
+def _trailing_input_updated_by_a_whole_day_run(inputs: AssetSelection) -> AutomationCondition:
+    """A trailing-window input updated by a whole day's run, still unhandled a tick later.
+
+    The run of day D recomputes this asset's day D itself, and a tick can read the input's update
+    while the run's later step is being recorded: the run seen ended, this asset's day D neither
+    updated nor in progress. Waiting one tick lets that update arrive and reset day D, while days
+    D+1 to D+6, whose windows hold D, stay pending and are requested.
+    """
+    by_a_whole_day_run = (
+        AutomationCondition.newly_updated()
+        & ~AutomationCondition.executed_with_root_target()
+        & AutomationCondition.executed_with_tags(tag_values=WHOLE_DAY_RUN_TAGS)
+    ).with_label("updated_by_a_whole_day_run")
+    pending = (
+        AutomationCondition.any_deps_match(by_a_whole_day_run)
+        .allow(inputs)
+        .since(_handled())
+        .with_label("trailing_input_updated_by_a_whole_day_run")
+    )
+    return (pending & ~pending.newly_true()).with_label(
+        "trailing_input_updated_by_a_whole_day_run_a_tick_ago"
+    )
+
+
 def _handled() -> AutomationCondition:
     """``since_last_handled()``'s reset, and a run (queued or running) that will compute the
     partition: it reads the inputs when its step runs.
@@ -121,18 +164,20 @@ def recompute_with_inputs(spec: AssetSpec, day_root: AssetKey) -> AutomationCond
     # The asset's own previous day is in neither list: it neither triggers nor blocks.
     triggers: list[AutomationCondition] = []
     if trailing:
-        triggers.append(
-            AutomationCondition.any_deps_updated().allow(AssetSelection.assets(*trailing))
-        )
+        triggers.append(_trailing_input_updated(AssetSelection.assets(*trailing)))
     if same_day:
         triggers.append(_same_day_input_updated(AssetSelection.assets(*same_day)))
     if not triggers:
         return None
-    updated = functools.reduce(operator.or_, triggers)
+    updated: AutomationCondition = functools.reduce(operator.or_, triggers).since(_handled())
+    if trailing:
+        updated = updated | _trailing_input_updated_by_a_whole_day_run(
+            AssetSelection.assets(*trailing)
+        )
     day_landed = AutomationCondition.asset_matches(
         day_root, ~AutomationCondition.missing()
     ).with_label(f"{day_root.to_user_string()}_of_the_day_present")
-    condition = updated.since(_handled()) & day_landed
+    condition = updated & day_landed
     if same_day:
         inputs = AssetSelection.assets(*same_day)
         condition = condition & ~AutomationCondition.any_deps_missing().allow(inputs)

@@ -134,9 +134,34 @@ def ticks(spark, tmp_path_factory) -> dict[str, dict[str, list[str]]]:
         next_tick("the old day's requested run done")
 
         # What a tick can read while a whole day's run (the landing sensor's) is between steps:
-        # raw_events recorded, the day's next assets neither recorded nor seen in progress.
-        raw_events_alone(D2, resources, instance, tags=WHOLE_DAY_RUN_TAGS)
-        next_tick("raw_events D2 recorded by a whole day's run")
+        # its first steps recorded, the run seen ended, the day's next assets neither recorded
+        # nor in progress. The next tick reads the rest of the run.
+        materialize(
+            list(daily_assets),
+            selection=["raw_events", "attribute_stats"],
+            partition_key=D2,
+            resources=resources,
+            instance=instance,
+            tags=WHOLE_DAY_RUN_TAGS,
+        )
+        next_tick("raw_events and attribute_stats D2 recorded by a whole day's run")
+        rest_of_the_day = materialize(
+            [*daily_assets, *defs.asset_checks],
+            selection=sorted(DOWNSTREAM - {"attribute_stats"}),
+            partition_key=D2,
+            resources=resources,
+            instance=instance,
+            tags=WHOLE_DAY_RUN_TAGS,
+        )
+        assert rest_of_the_day.success
+        next_tick("the rest of that whole day's run recorded")
+
+        rerun = location.resolve_job_def("daily_pipeline").execute_in_process(
+            partition_key=D1, instance=instance
+        )
+        assert rerun.success
+        next_tick("daily_pipeline re-ran D1")
+        next_tick("a tick after daily_pipeline re-ran D1")
     finally:
         resources["hbase"].close()
     return story
@@ -171,8 +196,18 @@ def test_an_old_days_recomputed_identity_and_profiles_do_not_cascade_into_later_
     assert ticks["the old day's requested run done"] == {}
 
 
-def test_an_input_recorded_by_a_whole_days_run_requests_no_second_run_of_that_day(ticks):
-    assert ticks["raw_events D2 recorded by a whole day's run"] == {}
+def test_inputs_recorded_by_a_whole_days_run_request_no_second_run_of_that_day(ticks):
+    """attribute_stats is in trimmed_attributes' trailing window of the same day."""
+    assert ticks["raw_events and attribute_stats D2 recorded by a whole day's run"] == {}
+    assert ticks["the rest of that whole day's run recorded"] == {}
+
+
+def test_a_whole_day_rerun_refreshes_the_later_trim_windows_holding_it_a_tick_later(ticks):
+    assert ticks["daily_pipeline re-ran D1"] == {}
+    assert ticks["a tick after daily_pipeline re-ran D1"] == {
+        "trimmed_attributes": [D2],
+        "audience_sketches": [D2],
+    }
 
 
 def test_the_schedules_runs_are_tagged_as_whole_day_runs():
