@@ -39,8 +39,6 @@ the landing sensor: turning automation on over a lake requests nothing until som
 
 from __future__ import annotations
 
-import functools
-import operator
 from collections.abc import Iterable, Sequence
 
 from dagster import (
@@ -69,26 +67,11 @@ def _is_trailing_window(dep: AssetDep) -> bool:
     return isinstance(mapping, TimeWindowPartitionMapping) and mapping.start_offset < 0
 
 
-def _same_day_input_updated(inputs: AssetSelection) -> AutomationCondition:
-    """``any_deps_updated()`` over ``inputs``, except by a whole day's run (it recomputed this
-    asset too)."""
-    by_another_run = (
-        AutomationCondition.newly_updated()
-        & ~AutomationCondition.executed_with_root_target()
-        & ~AutomationCondition.executed_with_tags(tag_values=WHOLE_DAY_RUN_TAGS)
-    ).with_label("updated_not_by_a_whole_day_run")
-    return (
-        AutomationCondition.any_deps_match(by_another_run | AutomationCondition.will_be_requested())
-        .allow(inputs)
-        .with_label("any_same_day_input_updated")
-    )
+def _input_updated_not_by_a_whole_day_run(inputs: AssetSelection) -> AutomationCondition:
+    """``any_deps_updated()`` over ``inputs``, except by a whole day's run.
 
-
-def _trailing_input_updated(inputs: AssetSelection) -> AutomationCondition:
-    """``any_deps_updated()`` over trailing-window ``inputs``, except by a whole day's run.
-
-    A whole day's run of day D updates an input of the windows of D to D+6 and recomputes only
-    D: its updates trigger through ``_trailing_input_updated_by_a_whole_day_run``.
+    That run recomputed this asset's day too. Its updates of a trailing window's input, which
+    days after it read as well, trigger through ``_trailing_input_updated_by_a_whole_day_run``.
     """
     by_another_run = (
         AutomationCondition.newly_updated()
@@ -98,7 +81,7 @@ def _trailing_input_updated(inputs: AssetSelection) -> AutomationCondition:
     return (
         AutomationCondition.any_deps_match(by_another_run | AutomationCondition.will_be_requested())
         .allow(inputs)
-        .with_label("any_trailing_input_updated")
+        .with_label("any_input_updated")
     )
 
 
@@ -162,14 +145,12 @@ def recompute_with_inputs(spec: AssetSpec, day_root: AssetKey) -> AutomationCond
     ]
 
     # The asset's own previous day is in neither list: it neither triggers nor blocks.
-    triggers: list[AutomationCondition] = []
-    if trailing:
-        triggers.append(_trailing_input_updated(AssetSelection.assets(*trailing)))
-    if same_day:
-        triggers.append(_same_day_input_updated(AssetSelection.assets(*same_day)))
-    if not triggers:
+    if not trailing and not same_day:
         return None
-    updated: AutomationCondition = functools.reduce(operator.or_, triggers).since(_handled())
+    every_input = AssetSelection.assets(*same_day, *trailing)
+    updated: AutomationCondition = _input_updated_not_by_a_whole_day_run(every_input).since(
+        _handled()
+    )
     if trailing:
         updated = updated | _trailing_input_updated_by_a_whole_day_run(
             AssetSelection.assets(*trailing)
