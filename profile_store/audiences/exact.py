@@ -1,9 +1,9 @@
 """Exact audience answers computed by Spark over the clean lake: the yardstick for sketches.
 
-All leaves of a batch of queries are answered in ONE Spark job (each event joined to the
-leaves of its app and event type), each leaf coming back as the 64-bit hashes of its users
-(Arrow columns, sorted and deduplicated in numpy); the set algebra of the trees then runs in
-numpy. Hash collisions are negligible at these sizes (2^-64 per pair).
+All leaves of a batch of queries are answered in ONE Spark job (events joined to the leaf
+table), each leaf coming back as the 64-bit hashes of its users (Arrow columns, sorted and
+deduplicated in numpy); the set algebra of the trees then runs in numpy. Hash collisions are
+negligible at these sizes (2^-64 per pair).
 """
 
 from __future__ import annotations
@@ -13,64 +13,51 @@ from dataclasses import replace
 from datetime import date
 
 import numpy as np
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from profile_store.audiences.query import Leaf, Node, leaf_identity
 
-PAIR_LEAVES_SCHEMA = (
-    "app_id string, event_type string, leaves array<struct<leaf_id: int, date_from: date, "
-    "date_to: date, min_count: int, attributes: map<string,string>>>"
+LEAF_SCHEMA = (
+    "leaf_id int, app_id string, event_type string, date_from date, date_to date, "
+    "min_count int, attributes map<string,string>"
 )
 
 
 def exact_leaf_users(
     spark: SparkSession, events: DataFrame, all_leaves: Iterable[Leaf]
 ) -> dict[tuple, np.ndarray]:
-    """``leaf_identity`` of each distinct leaf -> sorted unique int64 hashes of its users.
-
-    The leaves are broadcast as one row per (app, event type) holding that pair's leaves, so an
-    event meets its pair's leaves in one joined row (not one joined copy of the event per leaf),
-    and each leaf it matches adds its id and the user's hash: the count per leaf and user
-    groups two numbers, not the user's text.
-    """
+    """``leaf_identity`` of each distinct leaf -> sorted unique int64 hashes of its users."""
     unique = list(dict.fromkeys(leaf_identity(leaf) for leaf in all_leaves))
     if not unique:
         return {}
-    by_pair: dict[tuple[str, str], list[tuple]] = {}
-    for i, (app, event, start, end, min_count, attributes) in enumerate(unique):
-        by_pair.setdefault((app, event), []).append(
-            (i, start, end, min_count or 1, dict(attributes))
-        )
     table = spark.createDataFrame(
-        [(app, event, pair_leaves) for (app, event), pair_leaves in by_pair.items()],
-        PAIR_LEAVES_SCHEMA,
+        [
+            (i, app, event, start, end, min_count or 1, dict(attributes))
+            for i, (app, event, start, end, min_count, attributes) in enumerate(unique)
+        ],
+        LEAF_SCHEMA,
     )
-    day = F.to_date("event_time")
-
-    def matches(leaf: Column) -> Column:
-        attributes = F.forall(
-            F.map_entries(leaf["attributes"]),
-            lambda entry: F.coalesce(
-                F.try_element_at(F.col("event_attributes"), entry["key"]) == entry["value"],
-                F.lit(False),
-            ),
-        )
-        return (day >= leaf["date_from"]) & (day <= leaf["date_to"]) & attributes
-
-    matched = events.join(F.broadcast(table), ["app_id", "event_type"]).select(
-        F.xxhash64("user_id").alias("user_hash"),
-        F.explode(F.filter("leaves", matches)).alias("leaf"),
+    matches_attributes = F.forall(
+        F.map_entries("l.attributes"),
+        lambda entry: F.coalesce(
+            F.try_element_at(F.col("e.event_attributes"), entry["key"]) == entry["value"],
+            F.lit(False),
+        ),
+    )
+    joined = events.alias("e").join(
+        F.broadcast(table.alias("l")),
+        (F.col("e.app_id") == F.col("l.app_id"))
+        & (F.col("e.event_type") == F.col("l.event_type"))
+        & (F.to_date("e.event_time") >= F.col("l.date_from"))
+        & (F.to_date("e.event_time") <= F.col("l.date_to")),
     )
     per_user = (
-        matched.groupBy(
-            F.col("leaf.leaf_id").alias("leaf_id"),
-            F.col("leaf.min_count").alias("min_count"),
-            "user_hash",
-        )
+        joined.where(matches_attributes)
+        .groupBy("l.leaf_id", "l.min_count", "e.user_id")
         .count()
         .where(F.col("count") >= F.col("min_count"))
-        .select("leaf_id", "user_hash")
+        .select("leaf_id", F.xxhash64("user_id").alias("user_hash"))
     )
     # Arrow columns, not Row objects: a check's leaves hold millions of users between them.
     found = per_user.toArrow()
