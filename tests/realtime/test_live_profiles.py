@@ -802,7 +802,8 @@ def test_the_jobs_puts_are_written_at_once_not_through_the_gateways_pending_log(
     # machine the default 0.2 s returned the first fetch alone, a batch below the threshold).
     job = job_for(bus, max_poll_messages=len(sent), poll_timeout_seconds=30.0)
     enqueued, _ = read_counters(gateway.data_dir)
-    run_until(job, len(sent))
+    # With the job's own poll timeout (``run_until`` polls for 0.2 s).
+    drive(job.step, lambda: job.progress.messages >= len(sent))
 
     assert job.progress.batches == 1 and job.progress.cells_written > 2 * DEFERRED_BATCH_MUTATIONS
     assert read_counters(gateway.data_dir)[0] == enqueued  # no batch went to the pending log
