@@ -19,7 +19,6 @@ from dagster import (
 )
 from dagster_pyspark import LazyPySparkResource
 from pydantic import Field
-from pyspark.sql import functions as F
 
 from profile_assets.audience_assets import audience_sketches
 from profile_assets.check_results import logged, nothing_to_judge
@@ -33,11 +32,10 @@ from profile_store.audiences.accuracy import (
     error_histogram,
 )
 from profile_store.audiences.accuracy_run import AccuracyRun, run_accuracy
-from profile_store.audiences.attribute_stats import TRIM_DECISIONS_SCHEMA
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.sketch_table import SKETCH_TABLE
-from profile_store.events.schema import EVENTS_SCHEMA
-from profile_store.lake.layout import AUDIENCE_SKETCHES, TRIMMED_ATTRIBUTES, day_dir, events_day
+from profile_store.audiences.window_inputs import window_inputs
+from profile_store.lake.layout import AUDIENCE_SKETCHES, day_dir
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource
 
@@ -120,19 +118,10 @@ def audience_estimation_error(
     window = [day - timedelta(days=i) for i in reversed(range(config.window_days))]
     built = [d for d in window if storage.exists(f"{day_dir(AUDIENCE_SKETCHES, d)}/pairs.json")]
     days = _consecutive_tail(built, day)
-    session = spark.spark_session
-    events = session.read.schema(EVENTS_SCHEMA).parquet(
-        *[storage.spark_uri(events_day(d)) for d in days]
-    )
-    decisions = None
-    for d in days:
-        part = session.read.schema(TRIM_DECISIONS_SCHEMA).parquet(
-            storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, d))
-        )
-        part = part.withColumn("date", F.lit(d.isoformat()))
-        decisions = part if decisions is None else decisions.unionByName(part)
-    if decisions is None:
+    if not days:
         raise RuntimeError(f"{day}: no built day of audience sketches to check")
+    session = spark.spark_session
+    events, decisions = window_inputs(session, storage, days)
 
     @contextlib.contextmanager
     def open_table():
