@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from datetime import date
 
 from pyspark.sql import DataFrame, SparkSession
@@ -22,13 +23,13 @@ def window_inputs(
     events = spark.read.schema(EVENTS_SCHEMA).parquet(
         *[storage.spark_uri(events_day(d)) for d in days]
     )
-    decisions = [
-        spark.read.schema(TRIM_DECISIONS_SCHEMA)
-        .parquet(storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, d)))
-        .withColumn("date", F.lit(d.isoformat()))
-        for d in days
-    ]
-    window = decisions[0]
-    for part in decisions[1:]:
-        window = window.unionByName(part)
-    return events, window
+    decisions = functools.reduce(
+        DataFrame.unionByName,
+        (
+            spark.read.schema(TRIM_DECISIONS_SCHEMA)
+            .parquet(storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, d)))
+            .withColumn("date", F.lit(d.isoformat()))
+            for d in days
+        ),
+    )
+    return events, decisions

@@ -7,6 +7,6 @@ import pytest
 from profile_store.audiences.window_inputs import window_inputs
 
 
-def test_a_window_of_no_day_is_refused_naming_the_problem(tmp_path):
+def test_a_window_of_no_day_is_refused_naming_the_problem():
     with pytest.raises(ValueError, match="at least one day"):
         window_inputs(None, None, [])  # type: ignore[arg-type]
