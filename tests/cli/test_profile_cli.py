@@ -238,6 +238,12 @@ def test_the_served_docs_page_renders_every_route_in_a_browser_without_internet(
     served, headless_dom
 ):
     url, _ = served
+    page = httpx.get(f"{url}/docs", timeout=30).text
+    assert "cdn." not in page and "https://" not in page
+    for asset in ("/docs/assets/swagger-ui-bundle.js", "/docs/assets/swagger-ui.css"):
+        assert asset in page
+        served_asset = httpx.get(f"{url}{asset}", timeout=30)
+        assert served_asset.status_code == 200 and len(served_asset.content) > 10_000
     dom = headless_dom(f"{url}/docs")  # the root is the audience builder
     assert "swagger-ui" in dom and "opblock" in dom
     for route in ("/v1/audiences/estimate", "/v1/profiles/segments", "/v1/health"):
