@@ -40,7 +40,7 @@ from profile_store.audiences.accuracy_run import run_accuracy
 from profile_store.audiences.attribute_stats import TrimRule, daily_attribute_stats, trim_decisions
 from profile_store.audiences.built_days import built_day_cells
 from profile_store.audiences.engine import AudienceEngine
-from profile_store.audiences.query_sampler import build_catalog, sample_queries
+from profile_store.audiences.query_sampler import sample_queries
 from profile_store.audiences.rowkey import day_component
 from profile_store.audiences.saved import AUDIENCE_TABLE, SavedAudiences
 from profile_store.audiences.saved import ensure_table as ensure_audience_table
@@ -52,6 +52,8 @@ from profile_store.audiences.sketch_rows import (
 )
 from profile_store.audiences.sketch_table import SKETCH_TABLE, ensure_table, sketch_table_opener
 from profile_store.audiences.sketch_writer import write_sketch_rows
+from profile_store.audiences.window_counts import CountedWindow
+from profile_store.audiences.window_inputs import window_inputs
 from profile_store.events.ingest import ingest_day
 from profile_store.generator import generate_lake
 from profile_store.hbase.pool import table_opener
@@ -315,14 +317,10 @@ def main() -> int:
                 yield conn.table(SKETCH_TABLE)
 
         engine = AudienceEngine(open_table, min_retained_for_estimate=0)
-        all_events = spark.read.parquet(*[storage.spark_uri(events_day(d)) for d in days])
-        decisions = None
-        for d in days:
-            part = spark.read.parquet(storage.spark_uri(day_dir(TRIMMED_ATTRIBUTES, d)))
-            part = part.withColumn("date", F.lit(d.isoformat()))
-            decisions = part if decisions is None else decisions.unionByName(part)
-        run = run_accuracy(spark, all_events, decisions, engine, days, args.queries, args.seed)
-        trees = sample_queries(build_catalog(all_events, decisions), days, args.queries, args.seed)
+        events, decisions = window_inputs(spark, storage, days)
+        exact = CountedWindow(spark, storage, days, events)
+        run = run_accuracy(exact, decisions, engine, days, args.queries, args.seed)
+        trees = sample_queries(exact.catalog(decisions), days, args.queries, args.seed)
         builder = builder_latencies(pool, trees)
         side_by_side = None
         if args.against_apache:

@@ -34,6 +34,7 @@ from profile_store.audiences.accuracy import (
 from profile_store.audiences.accuracy_run import AccuracyRun, run_accuracy
 from profile_store.audiences.engine import AudienceEngine
 from profile_store.audiences.sketch_table import SKETCH_TABLE
+from profile_store.audiences.window_counts import CountedWindow
 from profile_store.audiences.window_inputs import window_inputs
 from profile_store.lake.layout import AUDIENCE_SKETCHES, day_dir
 from resources.hbase import HBaseResource
@@ -130,8 +131,7 @@ def audience_estimation_error(
 
     engine = AudienceEngine(open_table, min_retained_for_estimate=0)
     run = run_accuracy(
-        session,
-        events,
+        CountedWindow(session, storage, days, events),
         decisions,
         engine,
         days,

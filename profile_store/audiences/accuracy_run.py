@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame
 
 from profile_store.audiences.accuracy import (
     AccuracyReport,
@@ -16,8 +16,8 @@ from profile_store.audiences.accuracy import (
 )
 from profile_store.audiences.engine import AudienceEngine, AudienceEstimate
 from profile_store.audiences.exact import (
+    ExactSide,
     counted_leaves,
-    exact_leaf_users,
     exact_users,
     operand_size,
 )
@@ -25,7 +25,6 @@ from profile_store.audiences.query import leaves, parse_query
 from profile_store.audiences.query_sampler import (
     AskedTrees,
     CatalogEntry,
-    build_catalog,
     sample_estimating_queries,
     sample_queries,
 )
@@ -43,8 +42,7 @@ class AccuracyRun:
 
 
 def run_accuracy(
-    spark: SparkSession,
-    events: DataFrame,
+    exact: ExactSide,
     decisions: DataFrame,
     engine: AudienceEngine,
     days: list[date],
@@ -59,9 +57,9 @@ def run_accuracy(
     some pair's sketches estimate, trees built around such pairs are added until there are
     that many (or the attempts run out): estimation is judged whenever the days estimate.
 
-    ``events`` and ``decisions`` must cover exactly ``days`` (``decisions`` with a ``date``).
+    ``exact`` and ``decisions`` must cover exactly ``days`` (``decisions`` with a ``date``).
     """
-    catalog = build_catalog(events, decisions)
+    catalog = exact.catalog(decisions)
     if not catalog:
         return None
     asked = AskedTrees()  # the mix and the sought trees ask no question twice
@@ -74,7 +72,7 @@ def run_accuracy(
 
     parsed = [parse_query(tree) for tree in trees]
     all_leaves = [x for q in parsed for x in leaves(q)]
-    leaf_users = exact_leaf_users(spark, events, all_leaves + counted_leaves(all_leaves))
+    leaf_users = exact.leaf_users(all_leaves + counted_leaves(all_leaves))
     exacts = np.array([len(exact_users(q, leaf_users)) for q in parsed], dtype=float)
     operands = np.array([operand_size(q, leaf_users) for q in parsed], dtype=float)
     estimates = np.array([a.estimate for a in answers])

@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import replace
 from datetime import date
+from typing import Protocol
 
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from profile_store.audiences.query import Leaf, Node, leaf_identity
+from profile_store.audiences.query_sampler import CatalogEntry, build_catalog
 
 LEAF_SCHEMA = (
     "leaf_id int, app_id string, event_type string, date_from date, date_to date, "
@@ -70,6 +72,28 @@ def exact_leaf_users(
         identity: np.unique(hashes[bounds[i] : bounds[i + 1]]).astype(np.int64)
         for i, identity in enumerate(unique)
     }
+
+
+class ExactSide(Protocol):
+    """Where an accuracy run takes its catalog and its exact answers from."""
+
+    def catalog(self, decisions: DataFrame) -> list[CatalogEntry]: ...
+
+    def leaf_users(self, all_leaves: Iterable[Leaf]) -> dict[tuple, np.ndarray]: ...
+
+
+class EventsExactSide:
+    """Both read from ``events`` each time: for windows whose days keep no leaf counts."""
+
+    def __init__(self, spark: SparkSession, events: DataFrame) -> None:
+        self.spark = spark
+        self.events = events
+
+    def catalog(self, decisions: DataFrame) -> list[CatalogEntry]:
+        return build_catalog(self.events, decisions)
+
+    def leaf_users(self, all_leaves: Iterable[Leaf]) -> dict[tuple, np.ndarray]:
+        return exact_leaf_users(self.spark, self.events, all_leaves)
 
 
 def exact_users(node: Node, leaf_users: dict[tuple, np.ndarray]) -> np.ndarray:

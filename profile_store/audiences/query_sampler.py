@@ -43,22 +43,20 @@ class CatalogEntry:
 def build_catalog(
     events: DataFrame, decisions: DataFrame, max_values: int = 5
 ) -> list[CatalogEntry]:
-    """Catalog of ``events`` (the query days) and ``decisions`` (their trim decisions).
-
-    Every (app, event type) with events is offered, also pairs absent on some of the days (real
-    traffic is sparse: those days count zero users, as the engine answers them). Attributes are
-    offered (with their most frequent values) when kept on every day the pair has a decision,
-    so that every sampled query is answerable.
-    """
+    """Catalog of ``events`` (the query days) and ``decisions`` (their trim decisions), read
+    from the events themselves (``window_counts.CountedWindow`` reads it from the days' leaf
+    counts instead)."""
     kept = always_kept(decisions)
-    top: dict[tuple[str, str, str], list[tuple[int, str]]] = {}
+    value_events: dict[tuple[str, str, str], dict[str, int]] = {}
     if kept:
         kept_table = events.sparkSession.createDataFrame(
             [(app, event, attributes) for (app, event), attributes in sorted(kept.items())],
             "app_id string, event_type string, kept array<string>",
         )
         # Only the kept attributes are exploded: most of an event's attributes are trimmed ones.
-        offered = F.map_filter("event_attributes", lambda k, _: F.array_contains("kept", k))
+        offered = F.map_filter(
+            "event_attributes", lambda k, v: F.array_contains("kept", k) & v.isNotNull()
+        )
         values = (
             events.join(F.broadcast(kept_table), ["app_id", "event_type"])
             .select("app_id", "event_type", F.explode(offered).alias("attribute", "v"))
@@ -66,20 +64,45 @@ def build_catalog(
             .count()
         )
         for row in values.collect():
-            top.setdefault((row.app_id, row.event_type, row.attribute), []).append(
-                (row["count"], row.v)
-            )
+            value_events.setdefault((row.app_id, row.event_type, row.attribute), {})[row.v] = row[
+                "count"
+            ]
+    # Users as the exact side counts them: distinct hashes of user_id.
     users = events.groupBy("app_id", "event_type").agg(
-        F.approx_count_distinct("user_id").alias("users")
+        F.count_distinct(F.xxhash64("user_id")).alias("users")
     )
+    pair_users = {(row.app_id, row.event_type): row.users for row in users.collect()}
+    return catalog_of(kept, value_events, pair_users, max_values)
+
+
+def catalog_of(
+    kept: dict[tuple[str, str], list[str]],
+    value_events: dict[tuple[str, str, str], dict[str, int]],
+    pair_users: dict[tuple[str, str], int],
+    max_values: int = 5,
+) -> list[CatalogEntry]:
+    """The catalog from what the days hold: the attributes ``kept`` on every day, events per
+    kept attribute value, users per pair.
+
+    Every (app, event type) with users is offered, also pairs absent on some of the days (real
+    traffic is sparse: those days count zero users, as the engine answers them). Attributes are
+    offered (with their ``max_values`` most frequent values) when kept on every day the pair has
+    a decision, so that every sampled query is answerable.
+    """
     catalog = []
-    for row in users.orderBy("app_id", "event_type").collect():
+    for app, event in sorted(pair_users):
         attributes = {
-            attribute: [v for _, v in sorted(pairs, key=lambda p: (-p[0], p[1]))[:max_values]]
-            for (app, event, attribute), pairs in sorted(top.items())
-            if app == row.app_id and event == row.event_type
+            attribute: [
+                v
+                for v, _ in sorted(
+                    value_events.get((app, event, attribute), {}).items(),
+                    key=lambda pair: (-pair[1], pair[0]),
+                )[:max_values]
+            ]
+            for attribute in sorted(kept.get((app, event), []))
+            if value_events.get((app, event, attribute))
         }
-        catalog.append(CatalogEntry(row.app_id, row.event_type, row.users, attributes))
+        catalog.append(CatalogEntry(app, event, pair_users[(app, event)], attributes))
     return catalog
 
 

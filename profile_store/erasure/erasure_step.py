@@ -12,7 +12,8 @@ of requests, and each step recorded in the batch's journal (``batch.py``) as it 
    here), counted per request;
 2. one lake rewrite for the union of the persons (``lake_rewrite``), rows counted per request;
 3. one rewrite in HBase of the others of their latest components;
-4. one rebuild of each day their events were on;
+4. one rebuild of each day their events were on (its sketches; the accuracy check's leaf counts
+   of the day dropped, counted again from the cleaned events when next read);
 5. one major compaction of the ``profiles`` and sketch tables, so that no delete marker,
    overwritten version or pending batch naming them stays in HBase's files;
 6. one search of each rebuilt day's sketch rows for all the batch's hashes.
@@ -70,7 +71,7 @@ from profile_store.erasure.resolution import (
 from profile_store.erasure.sketch_retention import id_hashes, retention
 from profile_store.hbase.server_kind import is_gateway
 from profile_store.hbase.settings import ThriftAddress
-from profile_store.lake.layout import PROFILE_SEGMENTS
+from profile_store.lake.layout import AUDIENCE_LEAF_COUNTS, PROFILE_SEGMENTS, day_dir
 from profile_store.lake.storage import LakeStorage
 from profile_store.profiles.pipeline import CompactionSettings, rewrite_components
 
@@ -217,6 +218,8 @@ def _carry_out(
     sketch_days = _sketch_days(storage, batch)
 
     def rebuild() -> dict:
+        for day in _event_days(batch):
+            storage.delete_tree(day_dir(AUDIENCE_LEAF_COUNTS, day))
         for day in sketch_days:
             rebuild_sketches(day, batch.batch_id)
         return {"days": [day.isoformat() for day in sketch_days]}
@@ -281,11 +284,17 @@ def _carry_out(
     return BatchOutcome(batch.batch_id, reports, retained=retained)
 
 
+def _event_days(batch: ErasureBatch) -> list[date]:
+    """The days the batch's persons had events on."""
+    return sorted(
+        {day for rid in batch.persons for day in batch.plan.event_days_by_request.get(rid, [])}
+    )
+
+
 def _sketch_days(storage: LakeStorage, batch: ErasureBatch) -> list[date]:
     """The days the batch's persons had events on, among those whose sketches were built (a
     later day's build reads the cleaned events anyway)."""
-    days = {day for rid in batch.persons for day in batch.plan.event_days_by_request.get(rid, [])}
-    return sorted(day for day in days if storage.exists(pairs_manifest(day)))
+    return [day for day in _event_days(batch) if storage.exists(pairs_manifest(day))]
 
 
 def _report(

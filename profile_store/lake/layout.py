@@ -7,6 +7,7 @@ quarantine/date=YYYY-MM-DD/*.parquet      rejected rows of that day, each with a
 attribute_stats/date=YYYY-MM-DD/          per (app, event, attribute): appearances, value HLL
 trimmed_attributes/date=YYYY-MM-DD/       the keep/trim decision of that day (trailing window)
 audience_sketches/date=YYYY-MM-DD/        pairs.json: the (app, event) pairs written to HBase
+audience_leaf_counts/date=YYYY-MM-DD/     users per leaf shape, read by the accuracy check
 ground_truth/                             the generator's answer key (evaluation only)
 config/segment_rules.json                 the segment rules in force (absent: the built-in ones)
 ```
@@ -22,6 +23,7 @@ QUARANTINE = "quarantine"
 ATTRIBUTE_STATS = "attribute_stats"
 TRIMMED_ATTRIBUTES = "trimmed_attributes"
 AUDIENCE_SKETCHES = "audience_sketches"
+AUDIENCE_LEAF_COUNTS = "audience_leaf_counts"
 GROUND_TRUTH = "ground_truth"
 SUCCESS_MARKER = "_SUCCESS"
 SEGMENT_RULES = "config/segment_rules.json"

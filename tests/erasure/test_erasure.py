@@ -22,10 +22,12 @@ import pytest
 from dagster import DagsterInstance, materialize
 from daily_runs import lake_resources
 from killed_bulk_load import killed_load
+from pyspark.sql import functions as F
 from scenario import A_IDS, APP, B_IDS, EMAIL_A, EMAIL_B, FORGOTTEN_TEXTS, LOGINS, P_IDS, plant
 
 from profile_assets.definitions import daily_assets
 from profile_assets.erasure_assets import erasure
+from profile_store.audiences.leaf_counts import day_leaf_counts
 from profile_store.audiences.rowkey import day_component
 from profile_store.audiences.sketch_table import SKETCH_TABLE
 from profile_store.cli.main import main
@@ -36,6 +38,7 @@ from profile_store.generator.lake import generate_lake
 from profile_store.hbase.pool import table_opener
 from profile_store.hbase_gateway.bulk_load import STAGING_PREFIX, staging_directory
 from profile_store.identity.pipeline import latest_assignment_dir
+from profile_store.lake.layout import AUDIENCE_LEAF_COUNTS, day_dir
 from profile_store.lake.storage import LocalLakeStorage
 from profile_store.profiles.table import PROFILE_TABLE, column, edge_key, lookup_key, profile_key
 from resources.hbase import HBaseResource
@@ -127,6 +130,28 @@ def _lake_mentions(root: Path, texts: list[str]) -> list[str]:
     return hits
 
 
+def _user_hashes(spark, user_ids: list[str]) -> set[int]:
+    """The 64-bit hashes the accuracy check's leaf counts keep of user ids."""
+    rows = spark.createDataFrame([(u,) for u in user_ids], "u string").select(F.xxhash64("u"))
+    return {row[0] for row in rows.collect()}
+
+
+def _counted(spark, storage, day: date, hashes: set[int]) -> set[int]:
+    """Of ``hashes``, those the day's leaf counts hold as the accuracy check reads them
+    (counted from the day's events when none match them)."""
+    users, _ = day_leaf_counts(spark, storage, day).arrays(storage)
+    return hashes & set(users.tolist())
+
+
+def _held(root: Path, day: date, hashes: set[int]) -> set[int]:
+    """Of ``hashes``, those any leaf counts file of the day holds."""
+    directory = root / day_dir(AUDIENCE_LEAF_COUNTS, day)
+    found: set[int] = set()
+    for path in directory.glob("*.parquet"):
+        found |= hashes & set(pq.read_table(path).column("user_hash").to_pylist())
+    return found
+
+
 @pytest.fixture(scope="module")
 def erased(spark, tmp_path_factory):
     root = tmp_path_factory.mktemp("erasure_lake")
@@ -144,6 +169,8 @@ def erased(spark, tmp_path_factory):
     instance = DagsterInstance.ephemeral()
     try:
         built = [_run(list(daily_assets), resources, instance, day) for day in DAYS]
+        p_hashes = _user_hashes(spark, P_IDS)
+        counted_before = {day: _counted(spark, storage, day, p_hashes) for day in DAYS}
         with hbase.connection() as connection:
             sketches = connection.table(SKETCH_TABLE)
             before = SimpleNamespace(
@@ -209,6 +236,8 @@ def erased(spark, tmp_path_factory):
                     for email in (EMAIL_A, EMAIL_B)
                 },
             )
+        held_after = {day: _held(root, day, p_hashes) for day in DAYS}
+        counted_after = {day: _counted(spark, storage, day, p_hashes) for day in DAYS}
         shutil.move(held_back, root / "landing" / f"date={LATER_DAY.isoformat()}")
         plant(root, LATER_DAY, first_day=False, only_p=True)
         later_day = _run(list(daily_assets), resources, instance, LATER_DAY)
@@ -233,6 +262,9 @@ def erased(spark, tmp_path_factory):
             gateway_files_after=gateway_files_after,
             staging=SimpleNamespace(killed=killed, running=running, after=staging_after),
             later_day_gateway_files=later_day_gateway_files,
+            counted_before=counted_before,
+            held_after=held_after,
+            counted_after=counted_after,
             after=after,
             later_day=later_day,
             later_day_mentions=later_day_mentions,
@@ -311,6 +343,12 @@ def test_the_request_is_kept_in_the_lake_until_the_erasure_step(erased):
 def test_one_erasure_run_leaves_no_trace_in_any_lake_file(erased):
     assert erased.step.success
     assert erased.after.lake_mentions == []
+
+
+def test_the_accuracy_checks_leaf_counts_lose_the_person(erased):
+    assert all(erased.counted_before.values())  # each day counted the person's ids
+    assert erased.held_after == {day: set() for day in DAYS}  # no file left holding them
+    assert erased.counted_after == {day: set() for day in DAYS}
 
 
 def test_one_erasure_run_leaves_no_trace_in_any_hbase_table(erased):
