@@ -55,6 +55,7 @@ ACCURACY_LEGEND = f"""\
 | `max_...` / `min_...` | the limit the value before it must meet (check config) |
 | `error_histogram` | estimation-mode answers by error, to the answer and to the operand |
 | `accuracy_by_day` | each judged day of the window: its mean error beside the limit |
+| `days_counted` | days of the window counted from their events now (others: counts read back) |
 
 The operand of an answer is the largest set its sketches read: a theta sketch's error is
 proportional to it (for an intersection or a difference, its operands' union), not to the
@@ -130,8 +131,9 @@ def audience_estimation_error(
             yield connection.table(SKETCH_TABLE)
 
     engine = AudienceEngine(open_table, min_retained_for_estimate=0)
+    counted = CountedWindow(session, storage, days, events)
     run = run_accuracy(
-        CountedWindow(session, storage, days, events),
+        counted,
         decisions,
         engine,
         days,
@@ -161,6 +163,7 @@ def audience_estimation_error(
     metadata = {
         "queries": report.overall.answers,
         "days_queried": f"{days[0]}..{days[-1]} ({len(days)} days)",
+        "days_counted": len(counted.days_counted),
         "accuracy_bars": _bars_table(report, bars),
         # Every share is a percent (suffix _pct), each followed by the limit it must meet.
         **_estimation_metadata(report, bars),

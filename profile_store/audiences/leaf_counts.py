@@ -63,6 +63,7 @@ class DayLeafCounts:
     runs: tuple[Run, ...]
     counts_file: str
     by_shape: dict[Shape, tuple[Run, ...]] = field(default_factory=dict, compare=False)
+    counted_now: bool = field(default=False, compare=False)  # by this call, from the events
 
     def arrays(self, storage: LakeStorage) -> tuple[np.ndarray, np.ndarray]:
         """``(user_hash int64, events int64)`` of every run, in the index's order."""
@@ -119,7 +120,7 @@ def count_day(
     for stale in storage.list_files(directory):
         if stale.path.endswith(".parquet") and stale.path != counts_file:
             storage.delete_tree(stale.path)
-    return _from_index(day, index)
+    return _from_index(day, index, counted_now=True)
 
 
 def shape_counts(
@@ -187,7 +188,7 @@ def _inputs(storage: LakeStorage, day: date) -> list:
     return [[f.path, f.size, f.modified_ms] for f in files if f.path.endswith(".parquet")]
 
 
-def _from_index(day: date, index: dict) -> DayLeafCounts:
+def _from_index(day: date, index: dict, counted_now: bool = False) -> DayLeafCounts:
     runs = tuple(
         Run((app, event, attribute, value), date.fromisoformat(d), start, stop, events)
         for app, event, attribute, value, d, start, stop, events in index["runs"]
@@ -201,4 +202,5 @@ def _from_index(day: date, index: dict) -> DayLeafCounts:
         runs=runs,
         counts_file=index["counts_file"],
         by_shape={shape: tuple(found) for shape, found in by_shape.items()},
+        counted_now=counted_now,
     )

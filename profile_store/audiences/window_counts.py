@@ -36,6 +36,12 @@ class CountedWindow:
         self.events = events
         self.days = [day_leaf_counts(spark, storage, day) for day in days]
 
+    @property
+    def days_counted(self) -> list[date]:
+        """The days counted from their events when the window was read (none had counts that
+        matched their files); the others' counts were read back."""
+        return [day.day for day in self.days if day.counted_now]
+
     def catalog(self, decisions: DataFrame, max_values: int = 5) -> list[CatalogEntry]:
         value_events: dict[tuple[str, str, str], dict[str, int]] = {}
         pair_runs: dict[tuple, list[tuple[DayLeafCounts, Run]]] = {}

@@ -12,6 +12,7 @@ import gzip
 import json
 import random
 import re
+import shutil
 from datetime import date
 
 import pytest
@@ -29,7 +30,7 @@ from profile_assets.audience_checks import audience_estimation_error
 from profile_assets.partitions import daily_partitions
 from profile_assets.raw_events import raw_events
 from profile_store.generator import generate_lake
-from profile_store.lake.layout import landing_day
+from profile_store.lake.layout import AUDIENCE_LEAF_COUNTS, landing_day
 from resources.hbase import HBaseResource
 from resources.lake import LakeResource
 from resources.spark import spark_resource_from_env
@@ -286,6 +287,16 @@ def test_the_error_histogram_is_a_table_of_the_estimation_mode_answers(judged_da
     assert bins[0]["error"] == "0-0.5%" and bins[-1]["error"] == ">= 20%"
     assert sum(b["answers"] for b in bins) == found["estimation_mode_judged_to_answer"]
     assert sum(b["answers_to_operand"] for b in bins) == found["estimation_mode_answers"]
+
+
+def test_each_day_of_the_window_is_counted_from_its_events_once(lake_root, healthy_sketches):
+    shutil.rmtree(lake_root / AUDIENCE_LEAF_COUNTS, ignore_errors=True)
+    first = check(lake_root, healthy_sketches, DAYS[0], queries=5)
+    second = check(lake_root, healthy_sketches, DAYS[1], queries=5)
+    again = check(lake_root, healthy_sketches, DAYS[1], queries=5)
+    assert [metadata(e)["days_counted"] for e in (first, second, again)] == [1, 1, 0]
+    assert metadata(again)["queries"] == metadata(second)["queries"]
+    assert again.passed == second.passed
 
 
 def test_a_window_of_one_day_has_no_table_of_days(judged_days):
