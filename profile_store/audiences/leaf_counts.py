@@ -100,14 +100,12 @@ def count_day(
     kept = frozenset((r.app_id, r.event_type, r.attribute) for r in decisions)
     events = spark.read.schema(EVENTS_SCHEMA).parquet(storage.spark_uri(events_day(day)))
     table = shape_counts(spark, events, kept).toArrow()
-    keys = ["app_id", "event_type", "attribute", "value", "event_date"]
-    table = table.sort_by([(key, "ascending", "at_start") for key in [*keys, "user_hash"]])
-    runs = _runs(table, keys)
+    table, runs = grouped_runs(table, ["app_id", "event_type", "attribute", "value", "event_date"])
     directory = day_dir(AUDIENCE_LEAF_COUNTS, day)
     digest = hashlib.sha256(json.dumps([FORMAT, inputs]).encode()).hexdigest()[:16]
     counts_file = f"{directory}/counts-{digest}.parquet"
     sink = io.BytesIO()
-    pq.write_table(table.select(["user_hash", "events"]), sink, compression="zstd")
+    pq.write_table(table, sink, compression="zstd")
     storage.write_bytes(counts_file, sink.getvalue())
     index = {
         "format": FORMAT,
@@ -159,25 +157,47 @@ def shape_counts(
     ).agg(F.count(F.lit(1)).cast("int").alias("events"))
 
 
-def _runs(table: pa.Table, keys: list[str]) -> list[list]:
-    """Each run of equal ``keys`` in the sorted ``table``: its keys, rows and events."""
+def grouped_runs(table: pa.Table, keys: list[str]) -> tuple[pa.Table, list[list]]:
+    """``table``'s ``user_hash`` and ``events``, each run of equal ``keys`` together and sorted
+    by user hash within it; each run's keys, rows and events.
+
+    The keys are sorted by their ranks among their distinct values (a null first), not as
+    strings, row by row: the same rows make the same table, whatever order Spark returned.
+    """
     if table.num_rows == 0:
-        return []
+        return table.select(["user_hash", "events"]), []
+    encoded = [pc.dictionary_encode(table.column(key).combine_chunks()) for key in keys]
+    codes = [_ranks(column) for column in encoded]
+    hashes = table.column("user_hash").to_numpy()
+    order = np.lexsort([hashes, *reversed(codes)])  # the last key sorts first
     changes = np.zeros(table.num_rows, dtype=bool)
     changes[0] = True
-    for key in keys:
-        encoded = pc.dictionary_encode(table.column(key).combine_chunks())
-        codes = pc.fill_null(encoded.indices, -1).to_numpy()
-        changes[1:] |= codes[1:] != codes[:-1]
+    for key_codes in codes:
+        ordered = key_codes[order]
+        changes[1:] |= ordered[1:] != ordered[:-1]
     starts = np.flatnonzero(changes)
     stops = np.r_[starts[1:], table.num_rows]
-    events = np.add.reduceat(table.column("events").to_numpy().astype(np.int64), starts)
-    firsts = table.select(keys).take(pa.array(starts)).to_pylist()
-    return [
-        [row["app_id"], row["event_type"], row["attribute"], row["value"]]
-        + [row["event_date"].isoformat(), int(start), int(stop), int(total)]
-        for row, start, stop, total in zip(firsts, starts, stops, events, strict=True)
+    events = table.column("events").to_numpy()[order]
+    totals = np.add.reduceat(events.astype(np.int64), starts)
+    firsts = [column.take(pa.array(order[starts])).to_pylist() for column in encoded]
+    runs = [
+        [app, event, attribute, value, day.isoformat(), int(start), int(stop), int(total)]
+        for app, event, attribute, value, day, start, stop, total in zip(
+            *firsts, starts, stops, totals, strict=True
+        )
     ]
+    counts = pa.table({"user_hash": hashes[order], "events": events})
+    return counts, runs
+
+
+def _ranks(column: pa.DictionaryArray) -> np.ndarray:
+    """Each value's rank among the column's distinct values; a null is -1."""
+    indices = pc.fill_null(column.indices, -1).to_numpy()
+    if len(column.dictionary) == 0:
+        return indices.astype(np.int64)
+    rank_of = np.empty(len(column.dictionary), dtype=np.int64)
+    rank_of[pc.array_sort_indices(column.dictionary).to_numpy()] = np.arange(len(rank_of))
+    return np.where(indices < 0, -1, rank_of[np.maximum(indices, 0)])
 
 
 def _inputs(storage: LakeStorage, day: date) -> list:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pyspark.sql import functions as F
 
@@ -169,3 +170,31 @@ def test_a_leaf_of_two_attributes_has_the_users_the_events_give(spark, storage):
     answer = counted.leaf_users([leaf])[leaf_identity(leaf)]
     assert answer.tolist() == from_events.leaf_users([leaf])[leaf_identity(leaf)].tolist()
     assert len(answer) > 0
+
+
+def _shape_rows() -> pa.Table:
+    return pa.table(
+        {
+            "app_id": ["b", "a", "a", "b", "a", "a"],
+            "event_type": ["view"] * 6,
+            "attribute": [None, "color", None, None, "color", None],
+            "value": [None, "red", None, None, "red", None],
+            "event_date": [date(2026, 9, 1)] * 6,
+            "user_hash": [5, 9, -3, 1, 2, 7],
+            "events": [1, 2, 3, 4, 5, 6],
+        }
+    )
+
+
+def test_a_days_table_is_the_same_whatever_order_spark_returns_its_rows():
+    keys = ["app_id", "event_type", "attribute", "value", "event_date"]
+    rows = _shape_rows()
+    table, runs = leaf_counts.grouped_runs(rows, keys)
+    shuffled, shuffled_runs = leaf_counts.grouped_runs(rows.take([3, 0, 5, 1, 4, 2]), keys)
+    assert shuffled.equals(table) and shuffled_runs == runs
+    assert runs == [
+        ["a", "view", None, None, "2026-09-01", 0, 2, 9],
+        ["a", "view", "color", "red", "2026-09-01", 2, 4, 7],
+        ["b", "view", None, None, "2026-09-01", 4, 6, 5],
+    ]
+    assert table.column("user_hash").to_pylist() == [-3, 7, 2, 9, 1, 5]
