@@ -23,6 +23,7 @@ from gateway_sockets import (
     held_connections,
     idle_sockets,
     still_open,
+    wait_for,
 )
 from thrift_bytes import encoded_call, half_call, put_call
 from thriftpy2.transport import TTransportException
@@ -101,10 +102,14 @@ def test_at_the_cap_the_longest_idle_connection_is_closed_to_admit_a_new_one(
 
 
 def test_a_call_whose_bytes_keep_arriving_is_not_idle(tmp_path: Path) -> None:
-    with EmbeddedGateway(tmp_path, workers=1, server_args=("--max-connections", "2")) as gateway:
+    limit = ("--max-connections", "2")
+    with EmbeddedGateway(tmp_path, workers=1, server_args=limit, metrics_port=0) as gateway:
         setup = happybase.Connection(**gateway.connection_kwargs())
         setup.create_table("t", {"f": {}})
         setup.close()
+        # The setup's slot freed first: a thread still ending it counts as inside a call, and
+        # would leave the slow call the longest idle when the silent one arrives.
+        assert wait_for(lambda: scrape(gateway).value("hbase_gateway_connections") == 0)
         call = put_call(b"t", b"r", b"f:c", b"slowly", "binary")
         slow = socket.create_connection((gateway.host, gateway.port), timeout=30)
         slow.sendall(call[:8])
