@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -62,8 +63,15 @@ class DayLeafCounts:
     kept: frozenset[tuple[str, str, str]]  # (app, event type, attribute) counted by value
     runs: tuple[Run, ...]
     counts_file: str
-    by_shape: dict[Shape, tuple[Run, ...]] = field(default_factory=dict, compare=False)
     counted_now: bool = field(default=False, compare=False)  # by this call, from the events
+
+    @cached_property
+    def by_shape(self) -> dict[Shape, tuple[Run, ...]]:
+        """The runs of each shape (one per event date)."""
+        found: dict[Shape, list[Run]] = {}
+        for run in self.runs:
+            found.setdefault(run.shape, []).append(run)
+        return {shape: tuple(runs) for shape, runs in found.items()}
 
     def arrays(self, storage: LakeStorage) -> tuple[np.ndarray, np.ndarray]:
         """``(user_hash int64, events int64)`` of every run, in the index's order."""
@@ -209,18 +217,13 @@ def _inputs(storage: LakeStorage, day: date) -> list:
 
 
 def _from_index(day: date, index: dict, counted_now: bool = False) -> DayLeafCounts:
-    runs = tuple(
-        Run((app, event, attribute, value), date.fromisoformat(d), start, stop, events)
-        for app, event, attribute, value, d, start, stop, events in index["runs"]
-    )
-    by_shape: dict[Shape, list[Run]] = {}
-    for run in runs:
-        by_shape.setdefault(run.shape, []).append(run)
     return DayLeafCounts(
         day=day,
         kept=frozenset((app, event, attribute) for app, event, attribute in index["kept"]),
-        runs=runs,
+        runs=tuple(
+            Run((app, event, attribute, value), date.fromisoformat(d), start, stop, events)
+            for app, event, attribute, value, d, start, stop, events in index["runs"]
+        ),
         counts_file=index["counts_file"],
-        by_shape={shape: tuple(found) for shape, found in by_shape.items()},
         counted_now=counted_now,
     )
