@@ -56,14 +56,13 @@ def local_spark_config(
         # is broadcast instead, which saves a shuffle of the state per join.
         "spark.sql.autoBroadcastJoinThreshold": str(64 * 1024 * 1024),
         # Cached frames (the day's checked landing lines above all) are mostly distinct
-        # strings, which the cache's column encodings barely shrink: compressed, a 1M-line
-        # day's checked rows took 167 MB and 6.5 CPU-seconds to cache, uncompressed 180 MB
-        # and 2.7 (docs/benchmarks.md).
+        # strings, which the cache's column encodings barely shrink: compressing them costs
+        # more than twice the CPU of caching them, for a few percent of memory.
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
         # Compiled query code, by its source: a day's queries repeat much of it (the same
-        # scans, projections and aggregates in several jobs), but Spark keeps only 100 entries.
-        # Two 20,000-event days compiled 1,098 classes with 100 and 592 with no eviction, at
-        # about 6 ms of Janino each; a class takes tens of kB of metaspace.
+        # scans, projections and aggregates in several jobs, and again the next day in the
+        # same process), and Spark's 100 entries evict about half of what would be reused.
+        # Figures for both settings: docs/benchmarks.md, "Cached frames uncompressed".
         "spark.sql.codegen.cache.maxEntries": "1000",
         "spark.driver.memory": driver_memory,
         # PySpark records the Python call site of every Column operation for error messages,
