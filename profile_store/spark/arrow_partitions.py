@@ -4,6 +4,11 @@ Pickled ``Row`` objects converted field by field (``rdd.mapPartitions`` with ``a
 the executors' writers more than their writes did. Arrow batches arrive columnar and
 ``to_pylist`` builds each row's dict in C++: structs as dicts, arrays as lists, maps as lists of
 key-value pairs.
+
+The rows are written by one task per core, not one per partition: each partition's task costs a
+Python worker's turn, an Arrow stream and a connection to the store, more than a small day's
+rows of a partition take to write, and a frame straight out of a union or a shuffle often has
+dozens of partitions.
 """
 
 from __future__ import annotations
@@ -28,5 +33,9 @@ def sum_over_partitions(
             {name: [int(total)] for name, total in zip(fields, totals, strict=True)}
         )
 
-    results = rows.mapInArrow(run, ", ".join(f"{name} long" for name in fields)).collect()
+    cores = max(rows.sparkSession.sparkContext.defaultParallelism, 1)
+    # ``coalesce`` merges partitions without a shuffle, and never adds any.
+    results = (
+        rows.coalesce(cores).mapInArrow(run, ", ".join(f"{name} long" for name in fields)).collect()
+    )
     return tuple(sum(result[name] for result in results) for name in fields)

@@ -1,4 +1,4 @@
-"""A writer runs once per Spark partition over that partition's rows, as plain dicts."""
+"""A writer runs over a Spark partition's rows as plain dicts, in one task per core at most."""
 
 from __future__ import annotations
 
@@ -28,3 +28,14 @@ def test_rows_arrive_with_structs_as_dicts_and_maps_as_key_value_pairs(spark) ->
         return (sum(row == expected for row in rows),)
 
     assert sum_over_partitions(frame, matching) == (1,)
+
+
+def test_a_frame_of_many_partitions_is_written_by_one_call_per_core_at_most(spark) -> None:
+    cores = spark.sparkContext.defaultParallelism
+    frame = spark.range(100).repartition(10 * cores)
+
+    def one_call(rows) -> tuple[int, int]:
+        return 1, sum(1 for _ in rows)
+
+    calls, rows = sum_over_partitions(frame, one_call, ("calls", "rows"))
+    assert (calls, rows) == (cores, 100)
