@@ -10,7 +10,7 @@ from pathlib import Path
 _LOAD_KILLED_MIDWAY = """
 import sys, time
 from pathlib import Path
-from profile_store.hbase_gateway.bulk_load import staging_directory
+from profile_store.hbase_gateway.bulk_staging import staging_directory
 with staging_directory(Path(sys.argv[1])) as staging:
     (staging / "cells").mkdir()
     (staging / "cells" / "part-0.parquet").write_bytes(bytes.fromhex(sys.argv[2]))

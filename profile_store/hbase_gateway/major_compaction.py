@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from .bulk_load import remove_abandoned_staging
+from .bulk_staging import remove_abandoned_staging
 from .errors import GatewayIOError, show_bytes
 from .store import Store
 
@@ -25,7 +25,7 @@ def major_compact(store: Store, name: bytes, wal_attempts: int = MAJOR_WAL_ATTEM
     are rebuilt from their live rows (``purge``: ``VACUUM``, which leaves no byte of deleted
     content in free pages or in the unused parts of live pages, for every table of the store),
     and both WALs are checkpointed and truncated to nothing. The staging directories of bulk
-    loads that died mid-way, which hold their cells, are removed too (``bulk_load.py``; a live
+    loads that died mid-way, which hold their cells, are removed too (``bulk_staging.py``; a live
     load's are not). An ``IOError`` if another process kept a WAL busy for ``wal_attempts``
     tries, 20 ms apart: the compaction itself is done, the copies in the WAL remain until the
     next checkpoint, and the caller knows it.

@@ -24,8 +24,8 @@ from profile_store.hbase_gateway.bulk_load import (
     RowReplacement,
     cell_files,
     load_replacing_rows,
-    staging_directory,
 )
+from profile_store.hbase_gateway.bulk_staging import staging_directory
 from profile_store.hbase_gateway.store import Store
 from profile_store.profiles.profile_writer import REPLACED
 from profile_store.profiles.table import AS_OF, MASTER, PROFILE_PREFIX, TYPE_PROFILE

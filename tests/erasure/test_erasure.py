@@ -36,7 +36,7 @@ from profile_store.erasure.requests import REQUESTS, GivenId
 from profile_store.erasure.sketch_retention import id_hashes, retention
 from profile_store.generator.lake import generate_lake
 from profile_store.hbase.pool import table_opener
-from profile_store.hbase_gateway.bulk_load import STAGING_PREFIX, staging_directory
+from profile_store.hbase_gateway.bulk_staging import STAGING_PREFIX, staging_directory
 from profile_store.identity.pipeline import latest_assignment_dir
 from profile_store.lake.layout import AUDIENCE_LEAF_COUNTS, day_dir
 from profile_store.lake.storage import LocalLakeStorage

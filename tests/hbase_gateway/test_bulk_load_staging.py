@@ -13,7 +13,7 @@ import happybase
 import pytest
 from killed_bulk_load import killed_load
 
-from profile_store.hbase_gateway.bulk_load import (
+from profile_store.hbase_gateway.bulk_staging import (
     CLAIM_GRACE_SECONDS,
     STAGING_PREFIX,
     remove_abandoned_staging,

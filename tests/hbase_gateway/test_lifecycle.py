@@ -55,6 +55,12 @@ def test_start_logs_one_line_with_the_address(tmp_path: Path) -> None:
     assert f"127.0.0.1:{gateway.port}" in lines[0]
 
 
+def test_a_serving_gateway_has_not_loaded_arrow(gateway: EmbeddedGateway) -> None:
+    # Every run of the pipeline starts one; Arrow is a bulk load's, which runs in its caller.
+    maps = Path(f"/proc/{gateway.pid}/maps").read_text()
+    assert "libarrow" not in maps
+
+
 def test_sigterm_stops_the_gateway_with_exit_code_zero(tmp_path: Path) -> None:
     gateway = EmbeddedGateway(tmp_path).start()
     assert gateway.stop() == 0

@@ -16,7 +16,7 @@ from bulk_profile_rows import (
     write_the_days,
 )
 
-from profile_store.hbase_gateway.bulk_load import STAGING_PREFIX
+from profile_store.hbase_gateway.bulk_staging import STAGING_PREFIX
 from profile_store.hbase_gateway.errors import GatewayIOError
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.profiles.bulk_profiles import counter_values, load_profiles, profile_cell_frame
