@@ -341,6 +341,7 @@ def show_real_time(
     from profile_assets.live_demo import (
         SEGMENT,
         SEGMENT_RULE,
+        SLOW_STOP_S,
         VISIBLE_TIMEOUT_S,
         LiveCommands,
         LiveDemoError,
@@ -371,6 +372,7 @@ def show_real_time(
     reader = ProfileReader(table_opener(hbase.pool(), PROFILE_TABLE))
     work = Path(tempfile.mkdtemp(prefix="live-demo-", dir=lake_root.parent))
     broker = KafkaBroker(work / "kafka")
+    slow_stops: list[str] = []
     try:
         seen = ids_seen_on(lake_root, days[-1])
         person = pick_person(reader, persons_by_master(lake_root), seen)
@@ -421,14 +423,27 @@ def show_real_time(
         _print(f"  live job stopped: {outcome.job_summary}")
         if commands.observer is not None:
             _print(f"  {observations_line(commands.observer)}")
+        slow_stops = live.slow_stops()
+        for slow in slow_stops:
+            _print(f"  WARNING: {slow}")
         succeeded = True
     except (KafkaStartError, TopicError, LiveDemoError) as error:
         _print(f"  FAILED (the bound is {VISIBLE_TIMEOUT_S:.0f}s): {error}")
         succeeded = False
     finally:
+        stopping = time.monotonic()
         broker.stop()
+        broker_stop_s = time.monotonic() - stopping
         hbase.close()
-    if succeeded:
+    if broker_stop_s > SLOW_STOP_S:
+        _print(f"  WARNING: Kafka took {broker_stop_s:.1f}s to stop on SIGTERM")
+    if succeeded and slow_stops:
+        shutil.rmtree(broker.data_dir, ignore_errors=True)
+        _print(
+            f"  Kafka stopped, its data removed; the commands' logs kept in {live.log_dir} "
+            f"({time.monotonic() - started:.1f}s in all)"
+        )
+    elif succeeded:
         shutil.rmtree(work, ignore_errors=True)
         _print(f"  Kafka stopped, its data removed ({time.monotonic() - started:.1f}s in all)")
     else:

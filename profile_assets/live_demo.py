@@ -35,7 +35,7 @@ from profile_store.event_bus.settings import EventBusSettings
 from profile_store.identity.pipeline import latest_assignment_dir
 from profile_store.lake.layout import IDENTITY_PROFILES, day_dir
 from profile_store.lake.storage import LocalLakeStorage
-from profile_store.launchers.child_processes import log_tail, stop_process
+from profile_store.launchers.child_processes import Stopped, log_tail, stop_processes
 from profile_store.profiles.reads import ProfileReader, ProfileView, current_ms
 from profile_store.profiles.segment_rules import DEFAULT_RULES, parse_rules
 from profile_store.realtime.consumer_probe import (
@@ -207,6 +207,13 @@ def group_is_assigned(
     )
 
 
+STOP_TIMEOUT_S = 60.0
+"""How long the children have to exit on SIGTERM before they are killed."""
+SLOW_STOP_S = 5.0
+"""A child that takes longer to stop is reported (``LiveCommands.slow_stops``)."""
+COMMANDS = {"live-profiles": "profiles stream live-profiles", "serve": "profiles serve"}
+
+
 class LiveCommands:
     """``profiles stream live-profiles`` and ``profiles serve`` as child processes on one HBase
     and one Kafka topic, each logging to a file of ``log_dir``; ready once the service listens,
@@ -245,6 +252,8 @@ class LiveCommands:
         self.observe_every_s = observe_every_s
         self.observer: StreamObserver | None = None
         self._observing = False
+        self.stopped: dict[str, Stopped] = {}
+        """How each child ended at ``stop``, by name."""
 
     def _environment(self) -> dict[str, str]:
         """Ours, with this broker and topic instead of any Kafka the shell points at."""
@@ -341,7 +350,8 @@ class LiveCommands:
                 self._observing = False
                 self.observer.stop()
         finally:
-            codes = {name: stop_process(p, 60.0) for name, p in self._processes.items()}
+            self.stopped.update(stop_processes(self._processes, STOP_TIMEOUT_S))
+        codes = {name: self.stopped[name].code for name in self._processes}
         self._processes.clear()
         for log in self._logs.values():
             log.close()
@@ -355,6 +365,23 @@ class LiveCommands:
                 + log_tail([self.log_dir / "live-profiles.log"], 20)
             )
         return lines[-1].split("live profiles stopped: ", 1)[-1] if lines else ""
+
+    def slow_stops(self) -> list[str]:
+        """The children that took more than ``SLOW_STOP_S`` to exit on SIGTERM, or had to be
+        killed, each with its log's tail: a service must stop well within a deployment's kill
+        timeout."""
+        return [
+            f"{COMMANDS[name]} "
+            + (
+                f"did not exit within {STOP_TIMEOUT_S:.0f} s of SIGTERM and was killed"
+                if stopped.killed
+                else f"took {stopped.seconds:.1f} s to exit on SIGTERM"
+            )
+            + f" (exit code {stopped.code}); its log ends:\n"
+            + log_tail([self.log_dir / f"{name}.log"], 10)
+            for name, stopped in self.stopped.items()
+            if stopped.killed or stopped.seconds > SLOW_STOP_S
+        ]
 
     def __enter__(self) -> LiveCommands:
         return self.start()

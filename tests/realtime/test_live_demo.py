@@ -37,6 +37,7 @@ from profile_assets.live_demo import (
     tenant_key,
     today_is_live,
 )
+from profile_store.event_bus.settings import EventBusSettings
 from profile_store.hbase_gateway.process import EmbeddedGateway
 from profile_store.lake.layout import (
     IDENTITY_COMPONENTS,
@@ -44,6 +45,7 @@ from profile_store.lake.layout import (
     IDENTITY_PROFILES,
     day_dir,
 )
+from profile_store.launchers.child_processes import Stopped
 from profile_store.profiles.live_cells import day_end_ms
 from profile_store.profiles.reads import ProfileReader
 from profile_store.profiles.table import (
@@ -252,6 +254,30 @@ def test_a_tenant_file_without_a_key_for_the_app_is_refused_naming_the_app(tmp_p
 
     with pytest.raises(LiveDemoError, match="no tenant with an API key may send app_id 'shop'"):
         tenant_key("shop", tenants)
+
+
+def test_a_command_killed_at_the_stop_is_reported_with_the_end_of_its_log(tmp_path):
+    commands = LiveCommands(
+        EventBusSettings(bootstrap_servers="127.0.0.1:9"), ("127.0.0.1", 9), tmp_path, tmp_path
+    )
+    (tmp_path / "serve.log").write_text("INFO: Waiting for connections to close.\n")
+    commands.stopped = {"live-profiles": Stopped(0, 0.4, False), "serve": Stopped(-9, 60.2, True)}
+
+    [report] = commands.slow_stops()
+
+    assert report.startswith(
+        "profiles serve did not exit within 60 s of SIGTERM and was killed (exit code -9)"
+    )
+    assert "Waiting for connections to close." in report
+
+
+def test_a_command_that_stops_in_a_few_seconds_is_not_reported(tmp_path):
+    commands = LiveCommands(
+        EventBusSettings(bootstrap_servers="127.0.0.1:9"), ("127.0.0.1", 9), tmp_path, tmp_path
+    )
+    commands.stopped = {"live-profiles": Stopped(0, 4.9, False), "serve": Stopped(0, 0.3, False)}
+
+    assert commands.slow_stops() == []
 
 
 def test_today_is_live_only_after_demo_days_that_end_before_today():
