@@ -437,15 +437,13 @@ def show_real_time(
         hbase.close()
     if broker_stop_s > SLOW_STOP_S:
         _print(f"  WARNING: Kafka took {broker_stop_s:.1f}s to stop on SIGTERM")
-    if succeeded and slow_stops:
-        shutil.rmtree(broker.data_dir, ignore_errors=True)
+    if succeeded:
+        # A slow stop's logs are kept to be read; otherwise the whole directory goes.
+        shutil.rmtree(broker.data_dir if slow_stops else work, ignore_errors=True)
+        kept = f"; the commands' logs kept in {work / 'logs'}" if slow_stops else ""
         _print(
-            f"  Kafka stopped, its data removed; the commands' logs kept in {live.log_dir} "
-            f"({time.monotonic() - started:.1f}s in all)"
+            f"  Kafka stopped, its data removed{kept} ({time.monotonic() - started:.1f}s in all)"
         )
-    elif succeeded:
-        shutil.rmtree(work, ignore_errors=True)
-        _print(f"  Kafka stopped, its data removed ({time.monotonic() - started:.1f}s in all)")
     else:
         _print(f"  Kafka stopped; its data and the commands' logs kept in {work}")
     return succeeded

@@ -72,12 +72,7 @@ def stop_process(
     process: subprocess.Popen, timeout: float, signum: int = signal.SIGTERM
 ) -> int | None:
     """Send ``signum`` if it still runs, wait up to ``timeout`` s, then kill; its exit code."""
-    if process.poll() is None:
-        process.send_signal(signum)
-        if not wait_for_exit(process, timeout):
-            process.kill()
-        process.wait()
-    return process.returncode
+    return stop_processes({"child": process}, timeout, signum)["child"].code
 
 
 @dataclass(frozen=True)
